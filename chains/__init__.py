@@ -1,0 +1,1 @@
+"""Router chain: guard, cache, rules, learned score and threshold, then the small tier or the LLM tier (LCEL)."""

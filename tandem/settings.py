@@ -1,0 +1,122 @@
+"""The one settings object. Every knob is a ``TANDEM_*`` environment variable or a line in ``.env``.
+
+Thresholds here are *defaults*: the running app reads the live values from the versioned
+``router_settings`` table (see :mod:`storage.settings_store`), so an operator can change them
+without a restart. These defaults seed that table on first start.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Models must come from wheels; a hub download would hang or fail on our machines.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TANDEM_", env_file=".env", extra="ignore")
+
+    # --- paths and storage -------------------------------------------------------------
+    home: Path = Field(Path(".tandem"), description="Data directory: database, Chroma store, converted models.")
+    database_url: str = Field("", description="SQLAlchemy URL; empty means SQLite at $TANDEM_HOME/tandem.db.")
+    chroma_url: str = Field("", description="Chroma server URL; empty means embedded Chroma under $TANDEM_HOME/chroma.")
+    kb_collection: str = Field("tandem_kb", description="Chroma collection name of the knowledge base.")
+
+    # --- models ------------------------------------------------------------------------
+    model_dir: Path | None = Field(None, description="Where converted models live; default $TANDEM_HOME/models.")
+    embedder: str = Field("minilm", description="Registry name of the embedding model.")
+    generator: str = Field("smollm2", description="Registry name of the local generator (CPU LLM stand-in).")
+
+    # --- LLM tier ----------------------------------------------------------------------
+    llm_url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible endpoint (vLLM in production).")
+    llm_model: str = Field("", description="Model name sent to the endpoint; empty means the converted SmolLM2 folder.")
+    llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
+    llm_timeout_s: float = Field(20.0, description="Per-try timeout of one LLM call.")
+    llm_retries: int = Field(2, ge=0, le=5, description="Retries after the first try (backoff with jitter).")
+    llm_max_tokens: int = Field(96, description="Token cap of one LLM answer.")
+    llm_price_per_1k_tokens: float = Field(0.002, description="Price used for cost estimates (USD per 1k tokens).")
+    breaker_failures: int = Field(3, description="Failures within the window that open the circuit breaker.")
+    breaker_window_s: float = Field(30.0, description="Failure-counting window of the breaker.")
+    breaker_cooldown_s: float = Field(10.0, description="Open time before a half-open probe is let through.")
+    vip_users: str = Field("", description="Comma-separated user ids that always keep the LLM under overload.")
+
+    # --- default thresholds (seed the versioned settings table) -------------------------
+    route_threshold: float = Field(0.5, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
+    rewrite_threshold: float = Field(0.55, ge=0, le=1, description="Draft quality below this is rewritten by the LLM.")
+    cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
+    cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
+    overload_enter: float = Field(0.85, ge=0, le=1, description="LLM load at which degrade turns on.")
+    overload_exit: float = Field(0.5, ge=0, le=1, description="LLM load at which degrade turns off again.")
+    router: str = Field("combined", description="Registry name of the router.")
+
+    # --- input limits, privacy, access ---------------------------------------------------
+    max_message_chars: int = Field(4000, description="Longer messages are refused with a clear message.")
+    max_upload_mb: float = Field(10.0, description="Largest accepted upload.")
+    mask_pii: bool = Field(True, description="Mask order numbers, emails and phones in logs and the console.")
+    api_token: str = Field("", description="When set, the HTTP API requires 'Authorization: Bearer <token>'.")
+    console_password: str = Field("tandem", description="Console login password (change it in production).")
+    rate_limit_per_min: int = Field(60, description="Messages per user and per session per minute.")
+
+    # --- network -------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Bind address of the app and the console.")
+    app_port: int = Field(7860, description="Chat UI + HTTP API port.")
+    console_port: int = Field(8501, description="Operator console port.")
+
+    @field_validator("home")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.home / 'tandem.db'}"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def models_dir(self) -> Path:
+        return (self.model_dir or self.home / "models").expanduser().resolve()
+
+    @property
+    def llm_port(self) -> int:
+        return urlparse(self.llm_url).port or 80
+
+    @property
+    def vip_user_set(self) -> frozenset[str]:
+        return frozenset(u.strip() for u in self.vip_users.split(",") if u.strip())
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests change the environment between cases)."""
+    get_settings.cache_clear()
+
+
+def ensure_home(settings: Settings | None = None) -> Path:
+    """Create the data directory and prove it is writable, or fail with one line."""
+    from tandem.errors import TandemError
+
+    home = (settings or get_settings()).home
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / ".write-probe"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise TandemError(f"TANDEM_HOME {home} is not writable ({exc.strerror}). "
+                          "Fix: set TANDEM_HOME to a writable folder, e.g. TANDEM_HOME=~/.tandem") from None
+    return home

@@ -1,0 +1,34 @@
+"""The `tandem` CLI as a user runs it: doctor, and one readable line for each broken setup."""
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+@pytest.mark.slow
+def test_doctor_finds_and_loads_both_models():
+    result = run_cli("doctor")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok   load minilm" in result.stdout and "ok   load smollm2" in result.stdout
+    assert "ok   database" in result.stdout
+
+
+def test_help_lists_commands():
+    result = run_cli("--help")
+    assert result.returncode == 0 and "doctor" in result.stdout
+
+
+@pytest.mark.parametrize("url", ["not-a-url", "postgresql+psycopg2://nobody:x@127.0.0.1:1/none"])
+def test_wrong_database_url_is_one_line(url):
+    result = run_cli("init", "--no-seed", env={"TANDEM_DATABASE_URL": url})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1 and "TANDEM_DATABASE_URL" in result.stderr
+
+
+def test_unwritable_home_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    result = run_cli("init", env={"TANDEM_HOME": str(blocker / "home")})
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "TANDEM_HOME" in result.stderr and "Fix:" in result.stderr

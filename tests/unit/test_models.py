@@ -1,0 +1,60 @@
+import json
+
+import numpy as np
+import pytest
+
+from tandem import models
+from tandem.models import ModelError
+
+
+@pytest.mark.slow
+def test_minilm_embeddings_are_normalised_and_semantic():
+    embedder = models.embedder()
+    a, b, c = embedder.encode(["where is my parcel", "track my package", "reset my password"])
+    assert a.shape == (384,)
+    assert np.isclose(np.linalg.norm(a), 1.0, atol=1e-4)
+    assert float(a @ b) > float(a @ c) + 0.2
+    assert models.embedder() is embedder  # loaded once per process
+
+
+@pytest.mark.slow
+def test_smollm2_generates_from_converted_folder():
+    model, tokenizer = models.generator()
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": "Say hello"}], add_generation_prompt=True,
+                                        return_tensors="pt", return_dict=True)
+    out = model.generate(**ids, max_new_tokens=5, do_sample=False)
+    assert out.shape[-1] > ids["input_ids"].shape[-1]
+
+
+def test_missing_wheel_names_package_and_fix():
+    with pytest.raises(ModelError) as info:
+        models._package_dir("tandem_no_such_model_pkg", "no-such-model", "pip install no-such-model")
+    message = str(info.value)
+    assert "no-such-model" in message and "Fix: pip install no-such-model" in message
+    assert "\n" not in message
+
+
+def test_broken_converted_folder_is_one_line(monkeypatch, tmp_path):
+    broken = tmp_path / "smollm2-135m-instruct"
+    broken.mkdir()
+    (broken / "config.json").write_text("{not json")
+    (broken / "model.safetensors").write_bytes(b"garbage")
+    monkeypatch.setattr(models, "smollm2_folder", lambda: broken)
+    models.generator.cache_clear()
+    try:
+        with pytest.raises(ModelError) as info:
+            models.generator()
+    finally:
+        models.generator.cache_clear()
+    assert "tandem models prepare --force" in str(info.value)
+
+
+def test_unconverted_folder_says_how_to_prepare(monkeypatch, tmp_path):
+    monkeypatch.setattr(models, "smollm2_folder", lambda: tmp_path / "absent")
+    with pytest.raises(ModelError, match="tandem models prepare"):
+        models.model_path("smollm2")
+
+
+def test_unknown_model_name():
+    with pytest.raises(ModelError, match="unknown model"):
+        models.model_path("gpt-17")
