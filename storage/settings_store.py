@@ -26,6 +26,9 @@ class Thresholds(BaseModel):
     cache_similarity: float = Field(ge=0.5, le=1.0)
     overload_enter: float = Field(ge=0.05, le=1.0)
     overload_exit: float = Field(ge=0.0, le=1.0)
+    # LLM tiers as data (name, base_url, model, cost_per_1k_tokens, max_context, typical_latency_ms,
+    # min_score); empty means the single endpoint from TANDEM_LLM_URL. See chains/llm/tiers.py.
+    tiers: list[dict[str, Any]] = Field(default_factory=list)
     version: int = 0
 
     def model_post_init(self, _context: Any) -> None:
@@ -39,7 +42,7 @@ class Thresholds(BaseModel):
                    cache_similarity=s.cache_similarity, overload_enter=s.overload_enter,
                    overload_exit=s.overload_exit)
 
-    def values(self) -> dict[str, float]:
+    def values(self) -> dict[str, Any]:
         return self.model_dump(exclude={"version"})
 
 

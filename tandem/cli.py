@@ -54,24 +54,23 @@ def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo kno
         typer.echo(line)
 
 
-def _mount_optional() -> None:
-    """Packages register their own sub-commands; each is imported only when its module exists."""
+# Each package registers its own sub-commands with `register(cli)`; a missing module is skipped.
+PLUGINS = ("knowledge.cli", "chains.cli", "chains.llm.cli", "app.cli", "console.cli", "tandem.launcher")
+
+
+def _mount_plugins() -> None:
     import importlib
 
-    for module, attr, name in (("knowledge.cli", "kb_cli", "kb"), ("chains.cli", "router_cli", "router")):
+    for module in PLUGINS:
         try:
-            sub = getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError:
-            continue
-        cli.add_typer(sub, name=name)
-    try:
-        importlib.import_module("chains.cli").register(cli)
-    except (ModuleNotFoundError, AttributeError):
-        pass
+            importlib.import_module(module).register(cli)
+        except ModuleNotFoundError as exc:
+            if not module.startswith(exc.name or "\0"):  # the plugin itself is absent, not one of its imports
+                raise
 
 
 def main() -> None:
-    _mount_optional()
+    _mount_plugins()
     try:
         cli()
     except TandemError as exc:

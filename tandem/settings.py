@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     home: Path = Field(Path(".tandem"), description="Data directory: database, Chroma store, converted models.")
     database_url: str = Field("", description="SQLAlchemy URL; empty means SQLite at $TANDEM_HOME/tandem.db.")
     chroma_url: str = Field("", description="Chroma server URL; empty means embedded Chroma under $TANDEM_HOME/chroma.")
+    data_dir: Path = Field(Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+                           description="Public datasets for training, eval and bench (train/valid to tune, test to report).")
+    rules_path: Path = Field(Path(__file__).resolve().parent.parent / "chains" / "rules.yaml",
+                             description="Operator-editable keyword/regex routing rules (reloaded on change).")
     kb_collection: str = Field("tandem_kb", description="Chroma collection name of the knowledge base.")
 
     # --- models ------------------------------------------------------------------------
@@ -42,6 +46,10 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, description="Per-try timeout of one LLM call.")
     llm_retries: int = Field(2, ge=0, le=5, description="Retries after the first try (backoff with jitter).")
     llm_max_tokens: int = Field(96, description="Token cap of one LLM answer.")
+    llm_max_in_flight: int = Field(4, ge=1, description="LLM calls one app process runs at once; more queue "
+                                   "(and count as load). Raise it for vLLM on a GPU.")
+    llm_queue_wait_s: float = Field(5.0, ge=0, description="Longest wait for a free LLM slot before the "
+                                    "call gives up as overloaded.")
     llm_price_per_1k_tokens: float = Field(0.002, description="Price used for cost estimates (USD per 1k tokens).")
     breaker_failures: int = Field(3, description="Failures within the window that open the circuit breaker.")
     breaker_window_s: float = Field(30.0, description="Failure-counting window of the breaker.")
@@ -60,6 +68,7 @@ class Settings(BaseSettings):
     # --- input limits, privacy, access ---------------------------------------------------
     max_message_chars: int = Field(4000, description="Longer messages are refused with a clear message.")
     max_upload_mb: float = Field(10.0, description="Largest accepted upload.")
+    max_audio_s: float = Field(120.0, gt=0, description="Longest accepted voice message, in seconds.")
     mask_pii: bool = Field(True, description="Mask order numbers, emails and phones in logs and the console.")
     api_token: str = Field("", description="When set, the HTTP API requires 'Authorization: Bearer <token>'.")
     console_password: str = Field("tandem", description="Console login password (change it in production).")

@@ -1,0 +1,306 @@
+"""Attachments to text: OCR for images, speech-to-text for voice messages.
+
+Every reader returns the text it found or raises :class:`AttachmentError` whose message is shown to
+the customer as is (one sentence that names the file and what to do). The models load lazily, once
+per process, on first use or from :func:`warm_up`; nothing is loaded at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from tandem.errors import TandemError
+from tandem.settings import get_settings
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+AUDIO_SUFFIXES = frozenset({".wav", ".mp3", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".aac", ".webm",
+                            ".mp4", ".mpeg", ".mpga"})
+# A decompression bomb is a tiny file that expands to gigabytes of pixels; a phone photo is ~12 MP.
+MAX_IMAGE_PIXELS = 40_000_000
+# OCR cost grows with pixels; shrinking the long side to this keeps a screenshot legible and fast.
+OCR_MAX_SIDE = 2000
+SAMPLE_RATE = 16_000
+# Shorter than this is a click, not a question.
+MIN_AUDIO_S = 0.3
+
+
+class AttachmentError(TandemError):
+    """A file the customer sent could not be used; the message says which and why, in plain words."""
+
+
+@dataclass
+class Extraction:
+    """What one message's attachments yielded: usable text, customer-facing errors, and the kinds seen."""
+
+    texts: list[str] = field(default_factory=list)
+    heard: list[str] = field(default_factory=list)     # transcripts ("I heard: ...")
+    read: list[str] = field(default_factory=list)      # OCR text ("I read: ...")
+    errors: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+
+    def modality(self, typed_text: str) -> str:
+        parts = (["text"] if typed_text.strip() else []) + sorted(self.kinds)
+        return "+".join(parts) or "text"
+
+
+def kind_of(path: str | Path) -> str:
+    """'image', 'audio', or raise for any other type (decided by the name; the readers check content)."""
+    suffix = Path(path).suffix.lower()
+    if suffix in IMAGE_SUFFIXES:
+        return "image"
+    if suffix in AUDIO_SUFFIXES:
+        return "audio"
+    label = suffix or "without an extension"
+    raise AttachmentError(f"{Path(path).name}: files of type {label} are not supported; "
+                          "please send a photo/screenshot (PNG, JPEG, WebP) or a voice message (WAV, MP3, OGG).")
+
+
+def _check_size(path: Path) -> int:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        raise AttachmentError(f"{path.name}: the upload did not arrive; please attach it again.") from None
+    limit_mb = get_settings().max_upload_mb
+    if size > limit_mb * 1024 * 1024:
+        raise AttachmentError(f"{path.name} is {size / 1024 / 1024:.1f} MB; the limit is {limit_mb:g} MB. "
+                              "Please send a smaller file.")
+    if size == 0:
+        raise AttachmentError(f"{path.name} is empty (0 bytes); please record or attach it again.")
+    return size
+
+
+# --- images -------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _ocr_engine():
+    from rapidocr_onnxruntime import RapidOCR
+
+    try:
+        return RapidOCR()
+    except Exception as exc:
+        raise TandemError(f"the OCR engine failed to load ({exc.__class__.__name__}: {exc}). "
+                          "Fix: .venv/bin/pip install --force-reinstall rapidocr-onnxruntime==1.4.4") from exc
+
+
+# onnxruntime sessions are not documented as safe for concurrent calls; OCR is short, so serialise it.
+_ocr_lock = threading.Lock()
+
+
+def load_image(path: str | Path):
+    """Open and fully validate an image with Pillow; returns an RGB ``PIL.Image``."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = Path(path)
+    _check_size(path)
+    name = path.name
+    with warnings.catch_warnings():
+        # Pillow warns (then errors) on huge images; we apply our own, lower limit with a clear message.
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            with Image.open(path) as probe:
+                width, height = probe.size
+                if width * height > MAX_IMAGE_PIXELS:
+                    raise AttachmentError(
+                        f"{name} is {width}x{height} pixels ({width * height / 1e6:.0f} MP); the limit is "
+                        f"{MAX_IMAGE_PIXELS / 1e6:.0f} MP. Please send a smaller screenshot or photo.")
+                probe.verify()  # checks the structure and checksums without decoding all pixels
+            with Image.open(path) as image:
+                image.load()
+                return image.convert("RGB")
+        except AttachmentError:
+            raise
+        except UnidentifiedImageError:
+            raise AttachmentError(f"{name} is not an image I can read (the content is not PNG, JPEG, WebP, "
+                                  "GIF or BMP, whatever its name says). Please send a real photo or screenshot."
+                                  ) from None
+        except Image.DecompressionBombError:
+            raise AttachmentError(f"{name} is far too large in pixels; please send a smaller image.") from None
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            # Pillow reports truncated and corrupt files as OSError/SyntaxError from verify() or load().
+            raise AttachmentError(f"{name} looks damaged and cannot be opened ({_short(exc)}). "
+                                  "Please take the screenshot again.") from None
+
+
+def read_image(path: str | Path) -> str:
+    """OCR text of an image, in reading order; raises AttachmentError when there is none."""
+    image = load_image(path)
+    if max(image.size) > OCR_MAX_SIDE:
+        image.thumbnail((OCR_MAX_SIDE, OCR_MAX_SIDE))
+    engine = _ocr_engine()
+    try:
+        with _ocr_lock:
+            result, _elapsed = engine(image)
+    except Exception as exc:  # a model-side failure on one odd image must not break the chat
+        raise AttachmentError(f"I could not read the text in {Path(path).name} ({_short(exc)}).") from None
+    text = ocr_text(result or [])
+    if not text:
+        raise AttachmentError(f"I could not find any text in {Path(path).name}. I can read screenshots, "
+                              "labels and receipts; please type your question too.")
+    return text
+
+
+def ocr_text(boxes: list) -> str:
+    """Join RapidOCR boxes ``[corners, text, score]`` into lines, in reading order.
+
+    The detector sometimes returns neighbouring word boxes that overlap by a glyph, and both boxes
+    then contain that glyph ("where is" + "s my parcel"); the overlap is cut from the later box in
+    proportion to its width, which removes the echo without dropping real characters.
+    """
+    items = []
+    for corners, text, _score in boxes:
+        xs = [point[0] for point in corners]
+        ys = [point[1] for point in corners]
+        if str(text).strip():
+            items.append((min(xs), max(xs), min(ys), max(ys), str(text)))
+    items.sort(key=lambda item: ((item[2] + item[3]) / 2, item[0]))
+    lines: list[list[tuple]] = []
+    for item in items:
+        line = lines[-1] if lines else None
+        if line and _same_line(line[-1], item):
+            line.append(item)
+        else:
+            lines.append([item])
+    out = []
+    for line in lines:
+        line.sort(key=lambda item: item[0])
+        words, right_edge = [], None
+        for left, right, _top, _bottom, text in line:
+            if right_edge is not None and left < right_edge and len(text) > 1:
+                per_char = (right - left) / len(text)
+                text = text[min(len(text) - 1, round((right_edge - left) / per_char)):]
+            words.append(text.strip())
+            right_edge = right if right_edge is None else max(right_edge, right)
+        out.append(" ".join(word for word in words if word))
+    return "\n".join(" ".join(line.split()) for line in out if line.strip())
+
+
+def _same_line(a: tuple, b: tuple) -> bool:
+    overlap = min(a[3], b[3]) - max(a[2], b[2])
+    return overlap > 0.5 * min(a[3] - a[2], b[3] - b[2])
+
+
+# --- audio --------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _whisper():
+    from faster_whisper import WhisperModel
+
+    from tandem.models import model_path
+
+    path = model_path("whisper-base")
+    try:
+        return WhisperModel(str(path), device="cpu", compute_type="int8")
+    except Exception as exc:
+        raise TandemError(f"Whisper failed to load from {path} ({exc.__class__.__name__}). "
+                          "Fix: delete that folder and restart; it is re-joined from the wheels") from exc
+
+
+# One transcription already uses every core; a second in parallel only makes both slower.
+_whisper_lock = threading.Lock()
+
+
+def _probe_duration(path: Path) -> float | None:
+    """Container-declared duration in seconds, read from the header (no decoding); None if unknown."""
+    import av
+
+    with av.open(str(path)) as container:
+        if container.duration:
+            return container.duration / 1_000_000
+        for stream in container.streams.audio:
+            if stream.duration and stream.time_base:
+                return float(stream.duration * stream.time_base)
+    return None
+
+
+def load_audio(path: str | Path):
+    """Decode to 16 kHz mono float32 with PyAV; checks size, codec and length first."""
+    import av
+    from faster_whisper import decode_audio
+
+    path = Path(path)
+    _check_size(path)
+    name = path.name
+    max_s = get_settings().max_audio_s
+    unreadable = (f"{name} is not audio I can play (unknown or unsupported format). "
+                  "Please record again or send WAV, MP3 or OGG.")
+    try:
+        declared = _probe_duration(path)
+        if declared is not None and declared > max_s + 0.5:
+            raise AttachmentError(f"{name} is {declared:.0f} s long; voice messages can be at most "
+                                  f"{max_s:.0f} s. Please send a shorter one.")
+        audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+    except AttachmentError:
+        raise
+    except (av.FFmpegError, OSError, ValueError, IndexError, StopIteration, RuntimeError):
+        # PyAV raises InvalidDataError for garbage, and a container without an audio stream fails
+        # inside decode_audio with IndexError/StopIteration; all mean "not usable audio".
+        raise AttachmentError(unreadable) from None
+    seconds = len(audio) / SAMPLE_RATE
+    if seconds > max_s + 0.5:
+        raise AttachmentError(f"{name} is {seconds:.0f} s long; voice messages can be at most {max_s:.0f} s. "
+                              "Please send a shorter one.")
+    if seconds < MIN_AUDIO_S:
+        raise AttachmentError(f"{name} is too short to contain speech ({seconds:.1f} s); please record again.")
+    return audio
+
+
+def transcribe(path: str | Path) -> str:
+    """Speech to text of a voice message; raises AttachmentError when nothing was said."""
+    audio = load_audio(path)
+    model = _whisper()
+    try:
+        with _whisper_lock:
+            segments, _info = model.transcribe(audio, beam_size=1, vad_filter=False,
+                                               condition_on_previous_text=False)
+            text = " ".join(segment.text.strip() for segment in segments).strip()
+    except Exception as exc:
+        raise AttachmentError(f"I could not transcribe {Path(path).name} ({_short(exc)}).") from None
+    if not text:
+        raise AttachmentError(f"I could not hear any words in {Path(path).name}; please speak closer to the "
+                              "microphone or type your question.")
+    return text
+
+
+# --- one message --------------------------------------------------------------------------
+
+def read_attachment(path: str | Path) -> tuple[str, str]:
+    """(kind, text) for one file; raises AttachmentError."""
+    kind = kind_of(path)
+    return kind, (read_image(path) if kind == "image" else transcribe(path))
+
+
+def extract(paths: Iterable[str | Path]) -> Extraction:
+    """Read every file of one message; one bad file does not spoil the others."""
+    out = Extraction()
+    for path in paths:
+        try:
+            kind = kind_of(path)
+            out.kinds.add(kind)
+            text = read_image(path) if kind == "image" else transcribe(path)
+        except AttachmentError as exc:
+            out.errors.append(str(exc))
+            continue
+        out.texts.append(text)
+        (out.read if kind == "image" else out.heard).append(text)
+    return out
+
+
+def warm_up() -> list[str]:
+    """Load OCR and Whisper now (server start) so the first customer does not wait; returns problems."""
+    problems = []
+    for loader in (_ocr_engine, _whisper):
+        try:
+            loader()
+        except TandemError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+    return text[:120]

@@ -1,0 +1,244 @@
+"""The customer chat: Gradio Blocks with text, photo and voice input, streamed replies and a route badge.
+
+Handlers are plain (sync) functions and generators, so Gradio runs them in its threadpool and model
+calls never block the event loop. The chat event is exposed to `gradio_client` as ``/chat``.
+"""
+
+from __future__ import annotations
+
+import html
+import queue
+import threading
+import uuid
+from typing import Any, Iterator
+
+import gradio as gr
+
+from app import media
+from chains.schema import ChatRequest, ChatResponse
+
+BRAND = "Northwind Goods support"
+PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
+               "or record a voice message.")
+
+CSS = """
+.nw-header { display:flex; align-items:center; gap:12px; padding:6px 2px 2px; }
+.nw-logo { width:40px; height:40px; border-radius:10px; background:#0f766e; color:#fff; font-weight:700;
+           display:flex; align-items:center; justify-content:center; font-size:18px; }
+.nw-title { font-size:20px; font-weight:700; margin:0; }
+.nw-sub { font-size:13px; opacity:.75; margin:0; }
+.route-badge { display:inline-block; margin-top:8px; padding:2px 8px; border-radius:999px; font-size:12px;
+               background:#e6f4f1; color:#134e4a; border:1px solid #99d5cb; }
+.route-badge.degraded { background:#fff4e5; color:#7c2d12; border-color:#f5c08a; }
+details.why { font-size:12px; margin-top:4px; opacity:.85; }
+details.why ul { margin:4px 0 0 16px; }
+"""
+
+HEADER = f"""
+<div class="nw-header"><div class="nw-logo">N</div>
+<div><p class="nw-title">{BRAND}</p>
+<p class="nw-sub">Orders, returns, delivery and account help, around the clock.</p></div></div>
+"""
+
+
+def _service():
+    from chains.service import get_service
+
+    return get_service()
+
+
+# --- rendering ----------------------------------------------------------------------------
+
+def route_badge(response: ChatResponse) -> str:
+    """The line under every reply: route, degraded or not, latency, sources; plus 'why this route'."""
+    total = response.latency_ms.get("total")
+    parts = [f"route: {response.route}", "degraded" if response.degraded else "not degraded"]
+    if response.fallback:
+        parts.append("fallback")
+    if total is not None:
+        parts.append(f"{total:,.0f} ms")
+    if response.sources:
+        parts.append("sources: " + ", ".join(s.title for s in response.sources[:3]))
+    css = "route-badge degraded" if response.degraded or response.fallback else "route-badge"
+    badge = f'<span class="{css}">{html.escape(" · ".join(parts))}</span>'
+    return badge + why_details(response)
+
+
+def why_details(response: ChatResponse) -> str:
+    items = [f"<li>{html.escape(reason)}</li>" for reason in response.reasons]
+    for step in response.trace:
+        detail = ", ".join(f"{k}={_brief(v)}" for k, v in (step.get("detail") or {}).items())
+        line = f"{step.get('stage', '?')}: {step.get('decision', '')}" + (f" ({detail})" if detail else "")
+        items.append(f"<li>{html.escape(line)}</li>")
+    scores = ", ".join(f"{k}={v:.3f}" for k, v in response.scores.items() if isinstance(v, (int, float)))
+    if scores:
+        items.append(f"<li>{html.escape('scores: ' + scores)}</li>")
+    return f'<details class="why"><summary>why this route</summary><ul>{"".join(items)}</ul></details>'
+
+
+def _brief(value: Any) -> str:
+    text = f"{value:.3f}" if isinstance(value, float) else str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _quote(label: str, text: str) -> str:
+    return f"> *{label}:* “{html.escape(text)}”\n\n"
+
+
+def attachments_preamble(extraction: media.Extraction, typed: str) -> str:
+    out = "".join(_quote("I read", t) for t in extraction.read)
+    out += "".join(_quote("I heard", t) for t in extraction.heard)
+    # When nothing usable remains the service answers with these errors itself; don't say it twice.
+    if extraction.errors and (typed.strip() or extraction.texts):
+        out += "".join(f"> ⚠️ {html.escape(e)}\n\n" for e in extraction.errors)
+    return out
+
+
+# --- handlers -----------------------------------------------------------------------------
+
+def _files_of(message: Any) -> tuple[str, list[str]]:
+    """MultimodalTextbox value (or plain text from an API client) -> (text, file paths)."""
+    if isinstance(message, str):
+        return message, []
+    if not isinstance(message, dict):
+        return "", []
+    files = []
+    for item in message.get("files") or []:
+        path = item.get("path") if isinstance(item, dict) else item
+        if path:
+            files.append(str(path))
+    return str(message.get("text") or ""), files
+
+
+def build_request(text: str, files: list[str], session_id: str, user_id: str = "",
+                  channel: str = "ui") -> tuple[ChatRequest, media.Extraction]:
+    extraction = media.extract(files)
+    request = ChatRequest(message=text, session_id=session_id, user_id=user_id, channel=channel,
+                          modality=extraction.modality(text), extracted=extraction.texts,
+                          attachment_errors=extraction.errors)
+    return request, extraction
+
+
+def _stream_in_background(request: ChatRequest) -> queue.Queue:
+    """Run the service's stream to the end in its own thread.
+
+    If the customer presses Stop, Gradio abandons our generator; the service still finishes and logs
+    its request row, so no message is ever dropped from the log.
+    """
+    items: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        try:
+            for item in _service().stream(request):
+                items.put(item)
+        except Exception as exc:  # the service promises not to raise; if it does, tell the customer
+            items.put(exc)
+        finally:
+            items.put(None)
+
+    threading.Thread(target=pump, name="tandem-ui-stream", daemon=True).start()
+    return items
+
+
+def respond(message: Any, history: list | None, session_id: str, request_ids: dict
+            ) -> Iterator[tuple[list, Any, str, dict, dict]]:
+    """The chat event: show the user's turn, read attachments, stream the reply, then add the badge."""
+    history = list(history or [])
+    session_id = session_id or uuid.uuid4().hex
+    request_ids = dict(request_ids or {})
+    text, files = _files_of(message)
+    cleared = gr.MultimodalTextbox(value=None)
+    if text:
+        history.append({"role": "user", "content": text})
+    for path in files:
+        history.append({"role": "user", "content": {"path": path}})
+    if not text and not files:
+        history.append({"role": "user", "content": "(empty message)"})
+    history.append({"role": "assistant", "content": "Reading your attachment…" if files else "…"})
+    reply_at = len(history) - 1
+    yield history, cleared, session_id, request_ids, {}
+
+    request, extraction = build_request(text, files, session_id)
+    preamble = attachments_preamble(extraction, text)
+    if preamble:
+        history[reply_at] = {"role": "assistant", "content": preamble + "…"}
+        yield history, cleared, session_id, request_ids, {}
+
+    answer, final = "", None
+    items = _stream_in_background(request)
+    while (item := items.get()) is not None:
+        if isinstance(item, ChatResponse):
+            final = item
+        elif isinstance(item, Exception):
+            answer += "\n\nSorry, something went wrong on our side. Please try again or talk to a human."
+        else:
+            answer += item
+            history[reply_at] = {"role": "assistant", "content": preamble + answer}
+            yield history, cleared, session_id, request_ids, {}
+    if final is None:
+        history[reply_at] = {"role": "assistant", "content": preamble + (answer or "Sorry, no answer came back.")}
+        yield history, cleared, session_id, request_ids, {}
+        return
+    request_ids[reply_at] = final.request_id
+    history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
+    details = {**final.public(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
+               "modality": request.modality}
+    yield history, cleared, session_id, request_ids, details
+
+
+def rate(data: gr.LikeData, request_ids: dict, comment: str) -> tuple[str, str]:
+    """Thumbs up/down on a reply -> svc.feedback, with the optional comment."""
+    index = data.index[0] if isinstance(data.index, (list, tuple)) else data.index
+    request_id = (request_ids or {}).get(index)
+    if data.liked in (True, "Like"):
+        rating = 1
+    elif data.liked in (False, "Dislike"):
+        rating = -1
+    else:  # the thumb was taken back; nothing to record
+        return "", comment
+    if not request_id:
+        return "That message cannot be rated (it has no answer id yet).", comment
+    _service().feedback(request_id, rating, (comment or "").strip())
+    return ("Thanks, glad it helped." if rating > 0 else "Thanks for telling us; we use this to improve."), ""
+
+
+def talk_to_human(session_id: str, request_ids: dict, comment: str) -> tuple[str, str, str]:
+    session_id = session_id or uuid.uuid4().hex
+    last = (request_ids or {}).get(max(request_ids)) if request_ids else ""
+    ticket = _service().handoff(session_id, "", last or "", (comment or "").strip())
+    return (f"A member of our team will take over this conversation (ticket #{ticket}). "
+            "You can keep writing here meanwhile."), session_id, ""
+
+
+def build_ui() -> gr.Blocks:
+    """The Blocks app (not launched). Theme and CSS are given where it is mounted (Gradio 6)."""
+    with gr.Blocks(title=BRAND, fill_height=True) as demo:
+        session_id = gr.State("")
+        request_ids = gr.State({})  # chatbot message index -> request id, for thumbs and hand-off
+        gr.HTML(HEADER)
+        chatbot = gr.Chatbot(label=BRAND, elem_id="chat", height=520, placeholder=PLACEHOLDER,
+                             feedback_options=("Like", "Dislike"), buttons=["copy"], scale=1)
+        with gr.Row(equal_height=True):
+            box = gr.MultimodalTextbox(file_types=["image", "audio"], sources=["upload", "microphone"],
+                                       file_count="multiple", show_label=False, scale=9, elem_id="message",
+                                       placeholder="Type your question, attach a screenshot or record a "
+                                                   "voice message…")
+            stop = gr.Button("Stop", variant="stop", scale=1, min_width=80, elem_id="stop")
+        with gr.Row():
+            comment = gr.Textbox(label="Comment for your thumbs up/down, or a note for our team (optional)",
+                                 max_lines=2, scale=4, elem_id="comment")
+            human = gr.Button("Talk to a human", scale=1, elem_id="handoff")
+        notice = gr.Markdown(elem_id="notice")
+        details = gr.JSON(visible=False, label="last answer")
+
+        sent = box.submit(respond, [box, chatbot, session_id, request_ids],
+                          [chatbot, box, session_id, request_ids, details], api_name="chat")
+        stop.click(None, None, None, cancels=[sent], api_visibility="private")
+        chatbot.like(rate, [request_ids, comment], [notice, comment], api_visibility="private")
+        human.click(talk_to_human, [session_id, request_ids, comment], [notice, session_id, comment],
+                    api_name="handoff")
+    return demo
+
+
+def theme() -> gr.themes.Base:
+    return gr.themes.Soft(primary_hue="teal", secondary_hue="slate")

@@ -1,0 +1,108 @@
+"""CLI of the router chain: `tandem ask`, `tandem route-batch`, `tandem router train`, `tandem eval`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+router_cli = typer.Typer(help="The learned router: train and inspect.", no_args_is_help=True)
+
+
+def register(cli: typer.Typer) -> None:
+    cli.command("ask")(ask)
+    cli.command("route-batch")(route_batch)
+    cli.command("eval")(evaluate)
+    cli.add_typer(router_cli, name="router")
+
+
+def ask(text: str = typer.Argument(..., help="The customer's message."),
+        user: str = typer.Option("", "--user", help="User id (the order tool shows only this user's orders)."),
+        session: str = typer.Option("", "--session", help="Session id, for conversation memory."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Answer one message through the full chain (logged like any other request)."""
+    from chains.schema import ChatRequest
+    from chains.service import get_service
+    from tandem.bootstrap import bootstrap
+
+    for _ in bootstrap(seed=True):
+        pass
+    response = get_service().answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
+    if as_json:
+        typer.echo(json.dumps(response.public(), ensure_ascii=False))
+        return
+    badge = response.route + (" (degraded)" if response.degraded else "") + (" (fallback)" if response.fallback else "")
+    typer.echo(response.answer)
+    typer.echo(f"\n[{badge}] {response.latency_ms.get('total', 0):.0f} ms; " + "; ".join(response.reasons))
+
+
+def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers CSV (answer_id,answer,...)"),
+                questions: Path = typer.Option(None, "--questions", exists=True, help="questions CSV (query,answer_id)"),
+                queries: Path = typer.Option(..., "--queries", exists=True, help="queries CSV (query_id,query,...)"),
+                out: Path = typer.Option(..., "--out", help="JSON lines to write"),
+                router: str = typer.Option(None, "--router", help="Router name (default: settings)."),
+                tau: float = typer.Option(None, "--tau", help="Threshold (default: the live settings value).")) -> None:
+    """Route every query of a CSV against a throwaway KB, without calling any LLM."""
+    from chains.batch import route_rows
+
+    rows = _read_queries(queries)
+    start = time.perf_counter()
+    count = 0
+    with out.open("w", encoding="utf-8") as handle:
+        for record in route_rows(kb, questions, rows, router_name=router, tau=tau):
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    elapsed = time.perf_counter() - start
+    typer.echo(f"routed {count} queries in {elapsed:.1f} s ({count / max(elapsed, 1e-9):.0f}/s incl. KB build) "
+               f"-> {out}", err=True)
+
+
+def _read_queries(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    if rows and ("query" not in rows[0]):
+        raise typer.BadParameter(f"{path} needs a 'query' column (and optionally 'query_id')")
+    return rows
+
+
+@router_cli.command("train")
+def router_train(out: Path = typer.Option(None, help="Artifact path (default: the shipped chains/artifacts/router.json)")) -> None:
+    """Fit the learned router and the combined stacker on train/valid data; calibrate on validation."""
+    from chains.routers.base import SHIPPED_ARTIFACT
+    from chains.routers.training import train
+
+    metrics = train(out or SHIPPED_ARTIFACT, log=lambda line: typer.echo(line, err=True))
+    typer.echo(json.dumps(metrics, indent=1))
+
+
+@router_cli.command("info")
+def router_info() -> None:
+    """Which artifact is live, when it was trained, on what, and its validation metrics."""
+    from chains.routers.base import active_artifact_path, load_artifact
+
+    path = active_artifact_path()
+    artifact = load_artifact(str(path))
+    typer.echo(json.dumps({"path": str(path), "trained": artifact.get("trained"),
+                           "training_data": artifact.get("training_data"), "metrics": artifact.get("metrics")},
+                          indent=1))
+
+
+def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to write the figures."),
+             limit: int = typer.Option(0, help="Use at most N test queries per set (quick look).")) -> None:
+    """Routing quality on the test files, thresholds chosen on train/valid (`make eval`)."""
+    from chains.evaluate import run_eval
+
+    report = run_eval(limit=limit or None, log=lambda line: typer.echo(line, err=True))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1))
+    typer.echo(json.dumps(report["summary"], indent=1))
+    typer.echo(f"wrote {out}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(typer.main.get_command(router_cli)())

@@ -1,0 +1,67 @@
+"""Interpretable message features: what makes a request hard for a FAQ answer. Used by the learned
+router next to the MiniLM embedding, and shown in the decision trace so an operator can read them."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from chains.pii import EMAIL, ORDER_ID, PHONE
+
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_CLAUSE_SPLIT = re.compile(r"[,;.!?，。；！？]|\b(?:and|but|also|then|plus|while|because|so)\b", re.IGNORECASE)
+_WHY = re.compile(r"\bwhy\b|为什么|为何", re.IGNORECASE)
+_HOW = re.compile(r"\bhow\b|怎么|如何", re.IGNORECASE)
+_COMPARE = re.compile(r"\b(?:compare|comparison|versus|vs\.?|difference|differ|better|cheaper|faster)\b|区别|比较",
+                      re.IGNORECASE)
+_RECOMMEND = re.compile(r"\b(?:recommend|suggest|should i|which (?:one|is)|best|advice|advise)\b|推荐|建议",
+                        re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|no|never|none|nothing|cannot|can't|won't|don't|doesn't|didn't|isn't|"
+                       r"aren't|wasn't|haven't|hasn't|without)\b|n't\b|不|没|别", re.IGNORECASE)
+_COMPLAINT = re.compile(r"\b(?:terrible|awful|worst|angry|furious|unacceptable|ridiculous|disappointed|"
+                        r"disgusted|complain|complaint|scam|fraud|lawyer|sue|useless|horrible|outraged|"
+                        r"still (?:waiting|not)|again|third time)\b|!{2,}|投诉|生气|太差", re.IGNORECASE)
+_CONDITIONAL = re.compile(r"\b(?:if|unless|otherwise|in case|instead|except)\b|如果|否则", re.IGNORECASE)
+_MONEY = re.compile(r"[$€£¥]\s?\d|\b\d+(?:\.\d+)?\s?(?:usd|eur|dollars?|euros?)\b", re.IGNORECASE)
+_FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|then|so|but|ok(?:ay)?|it|that|this|they|those|"
+                        r"these|them|there)\b|\b(?:that|it|this one|the same)\b\s*[?？]?$|^那|^还有",
+                        re.IGNORECASE)
+
+FEATURE_NAMES = ("log_chars", "n_words", "n_clauses", "n_questions", "q_why", "q_how", "q_compare",
+                 "q_recommend", "negation", "complaint", "conditional", "n_entities", "money", "cjk",
+                 "follow_up")
+
+
+def message_features(text: str, has_history: bool = False) -> dict[str, float]:
+    words = _WORD.findall(text)
+    clauses = [c for c in _CLAUSE_SPLIT.split(text) if c and c.strip() and len(c.strip()) > 2]
+    entities = len(ORDER_ID.findall(text)) + len(EMAIL.findall(text)) + len(PHONE.findall(text))
+    follow_up = bool(has_history and len(words) <= 12 and _FOLLOW_UP.search(text.strip()))
+    return {
+        "log_chars": math.log1p(len(text)),
+        "n_words": min(len(words), 200) / 20.0,
+        "n_clauses": min(len(clauses), 20) / 4.0,
+        "n_questions": min(text.count("?") + text.count("？"), 5),
+        "q_why": float(bool(_WHY.search(text))),
+        "q_how": float(bool(_HOW.search(text))),
+        "q_compare": float(bool(_COMPARE.search(text))),
+        "q_recommend": float(bool(_RECOMMEND.search(text))),
+        "negation": float(bool(_NEGATION.search(text))),
+        "complaint": float(bool(_COMPLAINT.search(text))),
+        "conditional": float(bool(_CONDITIONAL.search(text))),
+        "n_entities": min(entities, 5),
+        "money": float(bool(_MONEY.search(text))),
+        "cjk": float(bool(_CJK.search(text))),
+        "follow_up": float(follow_up),
+    }
+
+
+def negation_signature(text: str) -> frozenset[str]:
+    """The negation cues of a message; two messages may share a cached answer only if these match."""
+    return frozenset(m.lower() for m in _NEGATION.findall(text))
+
+
+def feature_vector(text: str, has_history: bool = False) -> list[float]:
+    values = message_features(text, has_history)
+    return [values[name] for name in FEATURE_NAMES]

@@ -1,0 +1,1 @@
+"""LLM tier: serving the large model, and the resilient, load-aware client the router chain calls."""

@@ -1,0 +1,1 @@
+"""Routers: one contract (`score(query, context) -> p_llm`), a registry by name, and their training."""

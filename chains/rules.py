@@ -1,0 +1,96 @@
+"""Rules and tools: keyword/regex routes an operator edits in YAML, and the order-status tool.
+
+The order tool only shows an order to the user it belongs to; to anyone else the order does not exist
+(saying "not yours" would confirm that the number is valid).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from sqlmodel import select
+
+from chains.pii import order_ids
+from storage.db import session_scope
+from storage.tables import Order
+from tandem.settings import get_settings
+
+DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    route: str
+    reason: str = ""
+    pattern: re.Pattern | None = None
+    keywords: tuple[str, ...] = ()
+    tool: str = ""
+
+    def matches(self, text: str) -> bool:
+        if self.pattern is not None and not self.pattern.search(text):
+            return False
+        if self.keywords:
+            lowered = text.lower()
+            return any(word in lowered for word in self.keywords)
+        return self.pattern is not None
+
+
+@dataclass
+class RuleBook:
+    path: Path = field(default_factory=lambda: get_settings().rules_path)
+    rules: list[Rule] = field(default_factory=list)
+    _mtime: float = -1.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def match(self, text: str) -> Rule | None:
+        self._reload_if_changed()
+        return next((rule for rule in self.rules if rule.matches(text)), None)
+
+    def _reload_if_changed(self) -> None:
+        try:
+            mtime = self.path.stat().st_mtime
+        except OSError:
+            return
+        if mtime == self._mtime:
+            return
+        with self._lock:
+            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
+            self.rules = [Rule(name=r["name"], route=r["route"], reason=r.get("reason", ""), tool=r.get("tool", ""),
+                               pattern=re.compile(r["pattern"], re.IGNORECASE) if r.get("pattern") else None,
+                               keywords=tuple(k.lower() for k in r.get("keywords", [])))
+                          for r in data.get("rules", [])]
+            self._mtime = mtime
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    answer: str
+    detail: dict
+
+
+def order_status(text: str, user_id: str) -> ToolResult:
+    """Read the order named in the message, for its owner only."""
+    wanted = order_ids(text)
+    if not wanted:
+        return ToolResult("Please tell me your order number (it looks like NW-123456).", {"found": False})
+    order_id = wanted[0]
+    with session_scope() as session:
+        order = session.exec(select(Order).where(Order.order_id == order_id)).first()
+    if order is None or not user_id or order.user_id != user_id:
+        return ToolResult(f"I can't find order {order_id} on your account. Please check the number, or sign in "
+                          "with the account you ordered with.", {"found": False, "order_id": order_id,
+                                                                  "owner_check": "failed" if order else "no order"})
+    parts = [f"Order {order.order_id} ({order.items}) is **{order.status}**."]
+    if order.carrier and order.tracking_number:
+        parts.append(f"It travels with {order.carrier}, tracking number {order.tracking_number}.")
+    if order.eta and order.status not in ("delivered", "cancelled", "returned"):
+        parts.append(f"Expected delivery: {order.eta}.")
+    return ToolResult(" ".join(parts), {"found": True, "order_id": order_id, "status": order.status})
+
+
+TOOLS = {"order_status": order_status}

@@ -1,0 +1,102 @@
+"""Overview aggregations over the flat request DataFrame (pure: DataFrame in, numbers/DataFrames out)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from console.data import STAGES
+
+ROUTES = ("guard", "cache", "tool", "small", "llm")
+BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
+
+
+def bucket_for(range_label: str, frame: pd.DataFrame) -> str:
+    if range_label in BUCKETS:
+        return BUCKETS[range_label]
+    if frame.empty:
+        return "1h"
+    span = frame["created_at"].max() - frame["created_at"].min()
+    for limit, freq in ((pd.Timedelta(hours=2), "5min"), (pd.Timedelta(days=2), "1h"), (pd.Timedelta(days=14), "6h")):
+        if span <= limit:
+            return freq
+    return "1D"
+
+
+def traffic_over_time(frame: pd.DataFrame, freq: str) -> pd.DataFrame:
+    """Counts per time bucket and route, long format (time, route, requests)."""
+    if frame.empty:
+        return pd.DataFrame(columns=["time", "route", "requests"])
+    counts = (frame.assign(time=frame["created_at"].dt.floor(freq))
+              .groupby(["time", "route"]).size().rename("requests").reset_index())
+    return counts
+
+
+def route_shares(frame: pd.DataFrame) -> pd.DataFrame:
+    if frame.empty:
+        return pd.DataFrame(columns=["route", "requests", "share"])
+    counts = frame["route"].replace("", "unknown").value_counts().rename_axis("route").rename("requests").reset_index()
+    counts["share"] = counts["requests"] / counts["requests"].sum()
+    return counts
+
+
+def _percentiles(values: pd.Series) -> dict[str, float]:
+    values = values.dropna()
+    if values.empty:
+        return {"p50": math.nan, "p95": math.nan, "p99": math.nan, "n": 0}
+    p50, p95, p99 = np.percentile(values.to_numpy(dtype=float), [50, 95, 99])
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "n": int(values.size)}
+
+
+def latency_by_route(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"route": route, **_percentiles(group["total_ms"])} for route, group in frame.groupby("route")]
+    return pd.DataFrame(rows, columns=["route", "p50", "p95", "p99", "n"])
+
+
+def latency_by_stage(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"stage": stage, **_percentiles(frame[f"ms_{stage}"])} for stage in STAGES]
+    rows.append({"stage": "total", **_percentiles(frame["total_ms"])})
+    return pd.DataFrame([r for r in rows if r["n"]], columns=["stage", "p50", "p95", "p99", "n"])
+
+
+def summary(frame: pd.DataFrame, feedback: pd.DataFrame, price_per_1k_tokens: float) -> dict[str, Any]:
+    """Headline numbers. Cost counts every token an LLM produced or read, rewrites of small drafts included."""
+    n = int(len(frame))
+    tokens = int(frame["tokens"].sum()) if n else 0
+    ratings = feedback["rating"].dropna() if not feedback.empty else pd.Series(dtype=float)
+    return {
+        "requests": n,
+        "cache_hit_rate": float(frame["cache_hit"].mean()) if n else math.nan,
+        "llm_share": float((frame["route"] == "llm").mean()) if n else math.nan,
+        "llm_calls": int((frame["tokens"] > 0).sum()) if n else 0,
+        "tokens": tokens,
+        "est_cost_usd": tokens / 1000.0 * price_per_1k_tokens,
+        "degraded": int(frame["degraded"].sum()) if n else 0,
+        "fallback": int(frame["fallback"].sum()) if n else 0,
+        "errors": int((frame["error"] != "").sum()) if n else 0,
+        "feedback_mean": float(ratings.mean()) if len(ratings) else math.nan,
+        "feedback_n": int(len(ratings)),
+    }
+
+
+def source_hits(frame: pd.DataFrame) -> pd.DataFrame:
+    """How many logged requests cited each knowledge-base answer."""
+    counts: dict[str, int] = {}
+    for sources in frame.get("sources", []):
+        for answer_id in {s.get("answer_id") for s in (sources or []) if isinstance(s, dict) and s.get("answer_id")}:
+            counts[answer_id] = counts.get(answer_id, 0) + 1
+    return (pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["answer_id", "hits"]))
+
+
+def knowledge_gaps(frame: pd.DataFrame, kb_top_below: float) -> pd.DataFrame:
+    """Requests the knowledge base could not serve: no sources, or escalated with a weak best match."""
+    if frame.empty:
+        return frame.loc[:, ["created_at", "text", "route", "kb_top"]]
+    no_sources = frame["sources"].map(lambda s: not s)
+    weak = frame["kb_top"].fillna(0.0) < kb_top_below
+    escalated = frame["route"].isin(["llm"])
+    mask = frame["route"].isin(["small", "llm"]) & ((no_sources & weak) | (escalated & weak))
+    return frame.loc[mask, ["created_at", "text", "route", "kb_top"]].sort_values("kb_top")

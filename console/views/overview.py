@@ -1,0 +1,105 @@
+"""Overview: traffic per route, latency percentiles, cache hits, LLM share and cost, feedback, LLM load."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from console import data, stats, ui
+from tandem.settings import get_settings
+
+settings = get_settings()
+# LLM seconds and cache milliseconds share a chart: a symlog scale (bars still start at 0) with decade ticks.
+LOG_MS = dict(scale=alt.Scale(type="symlog"), axis=alt.Axis(values=[0, 1, 10, 100, 1000, 10000], format=","))
+st.title("Overview")
+frame = ui.requests_frame()
+feedback = ui.feedback_frame()
+numbers = stats.summary(frame, feedback, settings.llm_price_per_1k_tokens)
+st.caption(f"{ui.time_range()} · {numbers['requests']:,} requests")
+
+cols = st.columns(6)
+cols[0].metric("Requests", f"{numbers['requests']:,}")
+cols[1].metric("LLM share", ui.format_pct(numbers["llm_share"]))
+cols[2].metric("Cache hit rate", ui.format_pct(numbers["cache_hit_rate"]))
+cols[3].metric("Est. LLM cost", f"${numbers['est_cost_usd']:,.4f}", help=f"{numbers['tokens']:,} tokens in "
+               f"{numbers['llm_calls']:,} LLM calls × ${settings.llm_price_per_1k_tokens}/1k tokens")
+cols[4].metric("Degraded / fallback", f"{numbers['degraded']} / {numbers['fallback']}")
+cols[5].metric("Feedback", "–" if not numbers["feedback_n"] else f"{numbers['feedback_mean']:+.2f}",
+               help=f"mean rating (±1) of {numbers['feedback_n']} ratings")
+
+if frame.empty:
+    st.info("No requests logged in this time range yet.")
+else:
+    left, right = st.columns([2, 1])
+    with left:
+        st.subheader("Traffic per route")
+        freq = stats.bucket_for(ui.time_range(), frame)
+        traffic = stats.traffic_over_time(frame, freq)
+        # A temporal axis has no bands: size the bars so that neighbouring buckets nearly touch.
+        buckets = max(1, int((traffic["time"].max() - traffic["time"].min()) / pd.Timedelta(freq)) + 1)
+        st.altair_chart(
+            alt.Chart(traffic).mark_bar(size=max(2, min(40, int(560 / buckets)))).encode(
+                x=alt.X("time:T", title=None), y=alt.Y("requests:Q", title="requests"),
+                color=alt.Color("route:N", sort=list(stats.ROUTES)), tooltip=["time:T", "route:N", "requests:Q"]),
+            width="stretch")
+    with right:
+        st.subheader("Route share")
+        shares = stats.route_shares(frame)
+        st.altair_chart(
+            alt.Chart(shares).mark_arc(innerRadius=45).encode(
+                theta="requests:Q", color=alt.Color("route:N", sort=list(stats.ROUTES)),
+                tooltip=["route:N", "requests:Q", alt.Tooltip("share:Q", format=".1%")]),
+            width="stretch")
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Latency per route")
+        by_route = stats.latency_by_route(frame)
+        long = by_route.melt(id_vars=["route", "n"], value_vars=["p50", "p95", "p99"], var_name="percentile",
+                             value_name="ms")
+        st.altair_chart(
+            alt.Chart(long).mark_bar().encode(
+                x=alt.X("route:N", title=None), xOffset="percentile:N",
+                y=alt.Y("ms:Q", title="ms (log)", **LOG_MS),
+                color="percentile:N", tooltip=["route:N", "percentile:N", alt.Tooltip("ms:Q", format=",.0f"), "n:Q"]),
+            width="stretch")
+    with right:
+        st.subheader("Latency per stage")
+        by_stage = stats.latency_by_stage(frame)
+        long = by_stage.melt(id_vars=["stage", "n"], value_vars=["p50", "p95", "p99"], var_name="percentile",
+                             value_name="ms")
+        st.altair_chart(
+            alt.Chart(long).mark_bar().encode(
+                y=alt.Y("stage:N", sort=[*data.STAGES, "total"], title=None), yOffset="percentile:N",
+                x=alt.X("ms:Q", title="ms (log)", **LOG_MS), color="percentile:N",
+                tooltip=["stage:N", "percentile:N", alt.Tooltip("ms:Q", format=",.1f"), "n:Q"]),
+            width="stretch")
+    with st.expander("Latency percentiles (table)"):
+        st.dataframe(by_route.round(1), hide_index=True)
+        st.dataframe(by_stage.round(1), hide_index=True)
+
+st.subheader("LLM load and breaker")
+health = data.app_health(settings.host, settings.app_port)
+llm = (health or {}).get("llm") if isinstance((health or {}).get("llm"), dict) else None
+if health is None:
+    st.warning(f"Chat app not reachable at {settings.host}:{settings.app_port} — showing what the request log says.")
+elif llm is None:
+    st.info("The chat app answered /healthz but reported no LLM status.")
+if llm:
+    breaker = llm.get("breaker")
+    breaker_state = breaker.get("state") if isinstance(breaker, dict) else breaker
+    cols = st.columns(4)
+    load = llm.get("load")
+    cols[0].metric("LLM load", "–" if load is None else f"{float(load):.2f}")
+    cols[1].metric("Overloaded", "yes" if llm.get("overloaded") else "no")
+    cols[2].metric("Breaker", str(breaker_state or "–"))
+    cols[3].metric("In flight", str(llm.get("in_flight", "–")))
+if not frame.empty:
+    recent = frame.assign(time=frame["created_at"].dt.floor(stats.bucket_for(ui.time_range(), frame)))
+    flags = recent.groupby("time")[["degraded", "fallback"]].sum().astype(int)
+    if flags.to_numpy().sum():
+        st.caption("Degraded and fallback answers over time (from the request log)")
+        st.line_chart(flags)
+    else:
+        st.caption("No degraded or fallback answers in this time range (from the request log).")

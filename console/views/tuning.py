@@ -1,0 +1,87 @@
+"""Tuning: edit the live thresholds (validated, with a required reason), version history and rollback."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+from pydantic import ValidationError
+
+from console import ui
+from storage import settings_store
+from storage.settings_store import Thresholds
+
+FIELDS = {
+    "route_threshold": ("Route threshold τ", "Send to the LLM when p_llm ≥ τ."),
+    "rewrite_threshold": ("Rewrite threshold", "Small-tier drafts scoring below this are rewritten by the LLM."),
+    "cache_similarity": ("Cache similarity", "Cosine similarity needed for a semantic cache hit."),
+    "overload_enter": ("Overload enter", "LLM load at which answers degrade to the small tier."),
+    "overload_exit": ("Overload exit", "LLM load at which degrading stops (must be below enter)."),
+}
+
+
+def bounds(name: str) -> tuple[float, float]:
+    """The ge/le range declared on Thresholds, so the form can never offer what save() would refuse."""
+    low, high = 0.0, 1.0
+    for rule in Thresholds.model_fields[name].metadata:
+        low = float(getattr(rule, "ge", low))
+        high = float(getattr(rule, "le", high))
+    return low, high
+
+
+def validation_message(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'values'}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+st.title("Tuning")
+current = settings_store.current_thresholds()
+st.caption(f"Live version {current.version}. The running app picks up a save within about 2 seconds.")
+FLASH_KEY = "tuning_flash"
+if FLASH_KEY in st.session_state:  # the outcome of the save or rollback that triggered this rerun
+    st.success(st.session_state.pop(FLASH_KEY))
+
+with st.form("tuning"):
+    values = {}
+    cols = st.columns(len(FIELDS))
+    for col, (name, (label, help_text)) in zip(cols, FIELDS.items()):
+        low, high = bounds(name)
+        values[name] = col.number_input(label, min_value=low, max_value=high, value=float(getattr(current, name)),
+                                        step=0.01, format="%.3f", help=help_text, key=f"tune_{name}")
+    reason = st.text_input("Why this change? (required)", key="tune_reason", max_chars=300)
+    submitted = st.form_submit_button("Save new version", type="primary")
+if submitted:
+    if not reason.strip():
+        st.error("Say why you change the thresholds: the reason is kept in the history.")
+    elif all(abs(values[k] - float(getattr(current, k))) < 1e-9 for k in FIELDS):
+        st.warning("Nothing changed: the values equal the live version.")
+    else:
+        try:
+            saved = settings_store.save(values, author=ui.operator(), reason=reason.strip())
+        except (ValidationError, ValueError) as exc:
+            st.error(f"Not saved: {validation_message(exc)}")
+        else:
+            st.session_state[FLASH_KEY] = f"Saved version {saved.version}."
+            st.rerun()
+
+st.subheader("History")
+rows = settings_store.history(limit=50)
+if not rows:
+    st.caption("No versions yet: the defaults from settings are live.")
+else:
+    table = pd.DataFrame([{"version": r.version, "when": r.created_at, "who": r.author, "why": r.reason,
+                           **{k: r.values.get(k) for k in FIELDS}} for r in rows])
+    st.dataframe(table, hide_index=True)
+    st.caption("Roll back = save an older version's values as a new version.")
+    for row in rows[1:]:
+        cols = st.columns([1, 6, 2])
+        cols[0].write(f"v{row.version}")
+        cols[1].write(f"{row.author} · {row.reason or '–'} · τ={row.values.get('route_threshold')}")
+        if cols[2].button(f"Roll back to v{row.version}", key=f"rollback_{row.version}"):
+            try:
+                restored = settings_store.rollback(row.version, author=ui.operator())
+            except (ValidationError, ValueError) as exc:
+                st.error(f"Rollback failed: {validation_message(exc)}")
+            else:
+                st.session_state[FLASH_KEY] = f"Version {row.version} restored as version {restored.version}."
+                st.rerun()

@@ -1,0 +1,334 @@
+"""The knowledge base the router calls: hybrid (MiniLM + BM25) search over answers stored in Chroma.
+
+Chroma is the store of record. On open and after every change the whole collection is read back
+into a :class:`~knowledge.index.HybridIndex` (exact cosine over a float32 matrix + a BM25 index),
+which answers queries in about a millisecond for 10k records. Exact brute force beats a Chroma HNSW
+query here: it needs no second round trip per query, it scores every paraphrase of a candidate
+answer (needed for per-answer aggregation) and it works the same against a remote Chroma server.
+
+Each answer is stored as up to three kinds of record, all pointing at its ``answer_id``:
+``answer`` (the answer text), ``title`` (its question/title) and ``question`` (example paraphrases).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+from pydantic import BaseModel
+
+from knowledge import store
+from knowledge.index import FusionParams, HybridIndex
+
+if TYPE_CHECKING:
+    from knowledge.ingest import AnswerRow, IngestReport, QuestionRow
+
+# How often a search checks whether another process changed the collection (a cheap metadata read).
+REFRESH_CHECK_S = 5.0
+MAX_QUERY_CHARS = 4000
+
+
+class Hit(BaseModel):
+    answer_id: str
+    answer: str
+    title: str
+    score: float  # in [0, 1]; see knowledge.index for the formula (dense cosine blended with BM25)
+    matched_text: str  # the paraphrase, title or answer text that matched best
+    source: str
+    category: str = ""
+
+
+def _record_id(kind: str, answer_id: str, text: str = "") -> str:
+    if kind == "question":
+        return f"question:{answer_id}:{hashlib.sha1(text.strip().lower().encode()).hexdigest()[:16]}"
+    return f"{kind}:{answer_id}"
+
+
+@dataclass
+class _Snapshot:
+    """Everything a search reads, swapped in one assignment so searches never see a half-built state."""
+
+    records: dict[str, tuple[str, dict]]  # record id -> (document, metadata)
+    answers: dict[str, dict]  # answer_id -> answer metadata + "answer" text
+    index: HybridIndex
+    record_ids: list[str]
+    version: str
+
+
+def _content_version(records: dict[str, tuple[str, dict]]) -> str:
+    digest = hashlib.sha256()
+    for rid in sorted(records):
+        doc, meta = records[rid]
+        digest.update(json.dumps([rid, doc, meta], sort_keys=True, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:8]
+
+
+class KnowledgeBase:
+    """FAQ answers with example questions, searchable by meaning and by words."""
+
+    def __init__(self, path: Path | None = None, url: str = "", collection: str = "tandem_kb",
+                 params: FusionParams | None = None):
+        self.path, self.url, self.collection_name = path, url, collection
+        self.params = params or FusionParams()
+        self._client = store.open_client(path, url)
+        self._collection = store.open_collection(self._client, collection)
+        self._lock = threading.RLock()
+        self._checked_at = 0.0
+        self._reload()
+
+    # ---- reading -------------------------------------------------------------------------
+    @property
+    def version(self) -> str:
+        return self._snap.version
+
+    def __len__(self) -> int:
+        return len(self._snap.answers)
+
+    def answer_texts(self) -> dict[str, str]:
+        return {a: meta["answer"] for a, meta in self._snap.answers.items()}
+
+    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None) -> list[Hit]:
+        """Best ``k`` answers for ``query``, one Hit per answer, best first.
+
+        ``vector`` is the query's MiniLM embedding when the caller already has it (cache and router
+        share one embedding per message); the query is embedded only when it is None.
+        """
+        if not isinstance(query, str) or not query.strip() or k <= 0:
+            return []
+        query = query.strip()[:MAX_QUERY_CHARS]
+        self._refresh_if_changed()
+        snap = self._snap
+        if not len(snap.index):
+            return []
+        if vector is None:
+            from tandem.models import embedder
+
+            vector = embedder().encode_one(query)
+        hits = []
+        for scored in snap.index.search(query, vector, k=k):
+            meta = snap.answers[scored.answer_id]
+            hits.append(Hit(answer_id=scored.answer_id, answer=meta["answer"], title=meta.get("title", ""),
+                            score=round(scored.score, 6), matched_text=snap.index.texts[scored.record],
+                            source=meta.get("source", ""), category=meta.get("category", "")))
+        return hits
+
+    def entries(self, search: str | None = None) -> list[dict]:
+        """Answers with their paraphrase counts, optionally filtered by a case-insensitive substring."""
+        snap = self._snap
+        counts: dict[str, int] = {}
+        for doc, meta in snap.records.values():
+            if meta.get("kind") == "question":
+                counts[meta["answer_id"]] = counts.get(meta["answer_id"], 0) + 1
+        needle = (search or "").strip().lower()
+        out = []
+        for answer_id in sorted(snap.answers):
+            meta = snap.answers[answer_id]
+            row = {"answer_id": answer_id, "title": meta.get("title", ""), "category": meta.get("category", ""),
+                   "tags": meta.get("tags", ""), "answer": meta["answer"], "source": meta.get("source", ""),
+                   "questions": counts.get(answer_id, 0)}
+            if needle and not any(needle in str(v).lower() for v in row.values()):
+                continue
+            out.append(row)
+        return out
+
+    def stats(self) -> dict:
+        snap = self._snap
+        kinds: dict[str, int] = {}
+        categories: dict[str, int] = {}
+        sources: dict[str, int] = {}
+        for _, meta in snap.records.values():
+            kinds[meta.get("kind", "?")] = kinds.get(meta.get("kind", "?"), 0) + 1
+        for meta in snap.answers.values():
+            categories[meta.get("category") or "-"] = categories.get(meta.get("category") or "-", 0) + 1
+            sources[meta.get("source") or "-"] = sources.get(meta.get("source") or "-", 0) + 1
+        return {"version": snap.version, "answers": len(snap.answers), "questions": kinds.get("question", 0),
+                "records": len(snap.records), "categories": categories, "sources": sources,
+                "store": self.url or str(self.path), "collection": self.collection_name}
+
+    # ---- writing -------------------------------------------------------------------------
+    def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> "IngestReport":
+        from knowledge.ingest import ingest
+
+        return ingest(self, paths, progress=progress)
+
+    def upsert_answers(self, rows: Iterable["AnswerRow"], progress: bool = False) -> int:
+        """Insert or replace answers by answer_id; returns the number of records changed."""
+        return self._write(list(rows), [], progress=progress)
+
+    def upsert_questions(self, rows: Iterable["QuestionRow"], progress: bool = False) -> int:
+        """Add example questions; each must point at an existing answer (else ValueError)."""
+        rows = list(rows)
+        unknown = sorted({r.answer_id for r in rows} - set(self._snap.answers))
+        if unknown:
+            raise ValueError(f"unknown answer_id(s): {', '.join(unknown[:5])}")
+        return self._write([], rows, progress=progress)
+
+    def remove(self, answer_id: str) -> bool:
+        """Delete one answer with its title and paraphrases; False when it was not there."""
+        with self._lock:
+            ids = [rid for rid, (_, meta) in self._snap.records.items() if meta.get("answer_id") == answer_id]
+            if not ids:
+                return False
+            self._collection.delete(ids=ids)
+            self._reload()
+            return True
+
+    def _write(self, answers: list["AnswerRow"], questions: list["QuestionRow"],
+               replace_sources: set[str] = frozenset(), progress: bool = False) -> int:
+        """Upsert records whose text or metadata changed and drop records they supersede."""
+        with self._lock:
+            current = self._snap.records
+            wanted: dict[str, tuple[str, dict]] = {}
+            for a in answers:
+                base = {"answer_id": a.answer_id, "source": a.source}
+                meta = {**base, "kind": "answer", "title": a.title, "category": a.category, "tags": a.tags,
+                        "origin": a.origin, "searchable": a.searchable}
+                wanted[_record_id("answer", a.answer_id)] = (a.answer, meta)
+                if a.title and a.searchable:
+                    wanted[_record_id("title", a.answer_id)] = (a.title, {**base, "kind": "title"})
+            for q in questions:
+                wanted[_record_id("question", q.answer_id, q.query)] = (
+                    q.query, {"answer_id": q.answer_id, "source": q.source, "kind": "question"})
+            stale = set()
+            new_answer_ids = {a.answer_id for a in answers}
+            for rid, (_, meta) in current.items():
+                if meta.get("kind") == "title" and meta["answer_id"] in new_answer_ids and rid not in wanted:
+                    stale.add(rid)  # the answer lost its title
+                if (meta.get("kind") == "answer" and meta.get("origin") in ("markdown", "text")
+                        and meta.get("source") in replace_sources and meta["answer_id"] not in new_answer_ids):
+                    # A re-ingested Markdown/text file owns its entries: sections or chunks it no longer
+                    # has are gone, together with their titles and paraphrases.
+                    stale.update(r for r, (_, m) in current.items() if m.get("answer_id") == meta["answer_id"])
+            changed = {rid: rec for rid, rec in wanted.items() if current.get(rid) != rec}
+            if changed:
+                self._upsert(changed, progress)
+            if stale:
+                self._collection.delete(ids=sorted(stale))
+            if changed or stale:
+                self._reload()
+            return len(changed) + len(stale)
+
+    def _upsert(self, records: dict[str, tuple[str, dict]], progress: bool) -> None:
+        from tqdm import tqdm
+
+        from tandem.models import embedder
+
+        ids = list(records)
+        step = min(256, store.batch_size(self._client))
+        bar = tqdm(total=len(ids), desc="Embedding", unit="rec", disable=not progress or len(ids) < 200,
+                   leave=False)
+        try:
+            for start in range(0, len(ids), step):
+                chunk = ids[start:start + step]
+                docs = [records[i][0] for i in chunk]
+                vectors = embedder().encode(docs)
+                self._collection.upsert(ids=chunk, documents=docs, metadatas=[records[i][1] for i in chunk],
+                                        embeddings=vectors)
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+
+    # ---- loading -------------------------------------------------------------------------
+    def _reload(self) -> None:
+        with self._lock:
+            got = store.read_all(self._collection)
+            records = {rid: (doc or "", dict(meta or {}))
+                       for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+            answers = {meta["answer_id"]: {**meta, "answer": doc}
+                       for doc, meta in records.values() if meta.get("kind") == "answer"}
+            keep = [i for i, (rid, meta) in enumerate(zip(got["ids"], got["metadatas"]))
+                    if (meta or {}).get("answer_id") in answers and (meta or {}).get("searchable", True) is not False]
+            vectors = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
+                       else np.zeros((0, 384), dtype=np.float32))
+            index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
+                                answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
+                                embeddings=vectors, params=self.params)
+            version = _content_version(records)
+            self._snap = _Snapshot(records=records, answers=answers, index=index,
+                                   record_ids=[got["ids"][i] for i in keep], version=version)
+            if store.stored_version(self._client, self.collection_name) != version:
+                store.write_version(self._collection, version)
+            self._checked_at = time.monotonic()
+
+    def reload(self) -> None:
+        """Re-read the collection (another process may have changed it)."""
+        self._reload()
+
+    def _refresh_if_changed(self) -> None:
+        now = time.monotonic()
+        if now - self._checked_at < REFRESH_CHECK_S:
+            return
+        self._checked_at = now
+        try:
+            stored = store.stored_version(self._client, self.collection_name)
+        except Exception:  # a remote store hiccup must not fail the search; the old snapshot still answers
+            return
+        if stored and stored != self._snap.version:
+            self._reload()
+
+
+# ---- process-wide instance ------------------------------------------------------------------
+_KB: KnowledgeBase | None = None
+_KB_KEY: tuple | None = None
+_KB_LOCK = threading.Lock()
+
+
+def get_kb() -> KnowledgeBase:
+    """The knowledge base of the configured store (settings.chroma_url or settings.chroma_path), opened once."""
+    global _KB, _KB_KEY
+    from tandem.settings import get_settings
+
+    s = get_settings()
+    key = (s.chroma_url, str(s.chroma_path), s.kb_collection)
+    with _KB_LOCK:
+        if _KB is None or _KB_KEY != key:
+            _KB = KnowledgeBase(path=None if s.chroma_url else s.chroma_path, url=s.chroma_url,
+                                collection=s.kb_collection)
+            _KB_KEY = key
+        return _KB
+
+
+def reset_kb() -> None:
+    """Forget the process-wide instance (tests switch TANDEM_HOME)."""
+    global _KB, _KB_KEY
+    with _KB_LOCK:
+        _KB, _KB_KEY = None, None
+
+
+def throwaway_kb(answers_csv: Path, questions_csv: Path | None = None, *, id_column: str = "answer_id",
+                 where: dict[str, str] | None = None, progress: bool = False,
+                 params: FusionParams | None = None) -> KnowledgeBase:
+    """A KB in a temporary folder (deleted at exit) for evaluation and routing experiments.
+
+    ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
+    (``query`` + ``id_column``) for intent datasets without answer texts: each label then becomes a
+    stub answer that is not searchable itself and the questions carry the retrieval.
+    ``where`` keeps only rows whose columns equal the given values (e.g. ``{"in_scope": "True"}``).
+    Bad rows are skipped.
+    """
+    from knowledge.ingest import AnswerRow, parse_file, validate
+
+    folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    kb = KnowledgeBase(path=folder, collection="throwaway_kb", params=params)
+    files = [parse_file(Path(answers_csv), id_column=id_column, where=where)]
+    if questions_csv is not None:
+        files.append(parse_file(Path(questions_csv), id_column=id_column, where=where))
+    stubs = []
+    if files[0].kind == "questions":
+        labels = dict.fromkeys(q.answer_id for q in files[0].questions)
+        stubs = [AnswerRow(answer_id=label, answer=label, title=label, source=Path(answers_csv).name,
+                           searchable=False) for label in labels]
+    answers, questions, _bad = validate(files, {s.answer_id: s.answer for s in stubs})
+    kb._write(stubs + answers, questions, progress=progress)
+    return kb

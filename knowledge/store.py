@@ -1,0 +1,137 @@
+"""Chroma access for the knowledge base: client, collection, and our MiniLM embedding function.
+
+Chroma's default embedding function downloads an ONNX model on first use, which fails offline, so
+every create *and* get passes :class:`MiniLMEmbeddingFunction`. Records are added with precomputed
+embeddings (one batched MiniLM pass), so Chroma never has to embed anything itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tandem.errors import TandemError
+
+VERSION_KEY = "tandem_version"
+
+
+def _embedding_function_class():
+    """Defined on first use so importing this module loads neither chromadb nor a model."""
+    global _EF_CLASS
+    if _EF_CLASS is not None:
+        return _EF_CLASS
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
+        """all-MiniLM-L6-v2 from the wheel via :func:`tandem.models.embedder` (L2-normalised, 384-d)."""
+
+        def __init__(self) -> None:
+            pass
+
+        def __call__(self, input: Documents) -> Embeddings:
+            from tandem.models import embedder
+
+            return list(embedder().encode(list(input)))
+
+        @staticmethod
+        def name() -> str:
+            return "tandem-minilm"
+
+        def get_config(self) -> dict[str, Any]:
+            return {}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> "MiniLMEmbeddingFunction":
+            return MiniLMEmbeddingFunction()
+
+        def default_space(self) -> str:
+            return "cosine"
+
+    try:
+        register_embedding_function(MiniLMEmbeddingFunction)
+    except ValueError:  # already registered by an earlier import in this process
+        pass
+    _EF_CLASS = MiniLMEmbeddingFunction
+    return _EF_CLASS
+
+
+_EF_CLASS = None
+
+
+def embedding_function():
+    return _embedding_function_class()()
+
+
+def open_client(path: Path | None = None, url: str = ""):
+    """Embedded Chroma at ``path``, or a Chroma server when ``url`` is given (TANDEM_CHROMA_URL)."""
+    import chromadb
+
+    settings = chromadb.Settings(anonymized_telemetry=False)
+    if url:
+        from urllib.parse import urlparse
+
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        try:
+            return chromadb.HttpClient(host=parsed.hostname or "localhost", port=parsed.port or 8000,
+                                       ssl=parsed.scheme == "https", settings=settings)
+        except Exception as exc:
+            raise TandemError(f"cannot reach Chroma at {url} ({exc.__class__.__name__}). "
+                              "Fix: start the Chroma server or unset TANDEM_CHROMA_URL") from None
+    if path is None:
+        raise ValueError("either a path or a url is needed")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+    except OSError as exc:
+        raise TandemError(f"cannot open the Chroma store at {path} ({exc.strerror}). "
+                          "Fix: check TANDEM_HOME is writable") from None
+
+
+def open_collection(client, name: str):
+    """Get or create the KB collection in cosine space, always with our embedding function."""
+    if len(name) < 3:
+        raise TandemError(f"collection name '{name}' is too short (Chroma needs 3+ characters). "
+                          "Fix: set TANDEM_KB_COLLECTION")
+    return client.get_or_create_collection(name=name, embedding_function=embedding_function(),
+                                           configuration={"hnsw": {"space": "cosine"}})
+
+
+def stored_version(client, name: str) -> str | None:
+    """The content hash last written by any process (cheap: no records are read)."""
+    try:
+        collection = client.get_collection(name=name, embedding_function=embedding_function())
+    except Exception:  # the collection does not exist (yet)
+        return None
+    return (collection.metadata or {}).get(VERSION_KEY)
+
+
+def write_version(collection, version: str) -> None:
+    collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: version})
+
+
+def read_all(collection) -> dict[str, list]:
+    """Every record with documents, metadata and embeddings, in pages (Chroma caps one get)."""
+    out: dict[str, list] = {"ids": [], "documents": [], "metadatas": [], "embeddings": []}
+    page = 5000
+    offset = 0
+    while True:
+        got = collection.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
+        ids = got["ids"]
+        if not ids:
+            break
+        out["ids"].extend(ids)
+        out["documents"].extend(got["documents"])
+        out["metadatas"].extend(got["metadatas"])
+        out["embeddings"].extend(got["embeddings"])
+        if len(ids) < page:
+            break
+        offset += page
+    return out
+
+
+def batch_size(client) -> int:
+    try:
+        return max(1, min(5000, int(client.get_max_batch_size())))
+    except Exception:
+        return 1000

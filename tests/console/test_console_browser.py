@@ -1,0 +1,142 @@
+"""The real console (`tandem console`) in headless Chromium: sign in, render the overview, screenshot it.
+
+Saves tests/artifacts/console_overview.png for a human to look at.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, VENV_BIN
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACT = REPO / "tests" / "artifacts" / "console_overview.png"
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except Exception:  # the server or browser is still starting
+            value = None
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over one page's websocket."""
+
+    def __init__(self, ws_url: str):
+        import websocket
+
+        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)  # Chromium rejects foreign origins
+        self.next_id = 0
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def js(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        return result.get("result", {}).get("value")
+
+
+@pytest.fixture()
+def console_server(tmp_path):
+    """`tandem console` on a free port against its own database filled with 400 logged requests."""
+    home = tmp_path / "home"
+    env = {**os.environ, "TANDEM_HOME": str(home), "TANDEM_CONSOLE_PASSWORD": "s3cret-console",
+           "TANDEM_APP_PORT": str(free_port())}  # nothing listens there: the page must say so
+    fill = ("from tandem.bootstrap import bootstrap; list(bootstrap(seed=False)); "
+            "from tests.console.traffic import fill; fill(400)")
+    subprocess.run([sys.executable, "-c", fill], cwd=REPO, env=env, check=True, timeout=120)
+    port = free_port()
+    server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
+                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 90,
+                 "the console's /_stcore/health")
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # our own process group: tandem and the streamlit it started
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+
+
+@pytest.fixture()
+def browser(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                             "--disable-component-update", "--no-first-run", "--disable-sync",
+                             f"--user-data-dir={tmp_path / 'chromium'}", f"--remote-debugging-port={port}",
+                             "--window-size=1440,1700", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        targets = wait_for(lambda: [t for t in json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+                                    if t.get("type") == "page"], 30, "a Chromium page")
+        tools = DevTools(targets[0]["webSocketDebuggerUrl"])
+        yield tools
+        tools.ws.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+
+
+def test_overview_in_a_real_browser(console_server, browser):
+    browser.call("Emulation.setDeviceMetricsOverride", width=1440, height=1700, deviceScaleFactor=1, mobile=False)
+    browser.call("Page.navigate", url=console_server)
+    wait_for(lambda: browser.js("!!document.querySelector('input[type=password]')"), 60, "the sign-in form")
+    body = browser.js("document.body.innerText")
+    assert "Overview" not in body and "Requests" not in body  # nothing before sign-in
+
+    def sign_in(password: str) -> None:
+        browser.js("document.querySelector('input[type=password]').focus()")
+        browser.js("document.querySelector('input[type=password]').select()")
+        browser.call("Input.insertText", text=password)
+        browser.js("[...document.querySelectorAll('button')].find(b => b.innerText.includes('Sign in')).click()")
+
+    sign_in("wrong")
+    wait_for(lambda: "Wrong password" in browser.js("document.body.innerText"), 30, "the refusal")
+    sign_in("s3cret-console")
+    wait_for(lambda: "Traffic per route" in browser.js("document.body.innerText"), 60, "the overview")
+    wait_for(lambda: browser.js("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
+                                "[data-testid=\"stVegaLiteChart\"] svg').length") >= 4, 60, "four rendered charts")
+    time.sleep(3)  # let vega finish drawing and the sidebar finish sliding in
+    text = browser.js("document.body.innerText")
+    assert "400" in text and "not reachable" in text
+    shot = browser.call("Page.captureScreenshot", format="png")
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    ARTIFACT.write_bytes(base64.b64decode(shot["data"]))
+    assert ARTIFACT.stat().st_size > 30_000

@@ -1,0 +1,174 @@
+"""The knowledge base end to end: real Chroma in a tmp dir, real MiniLM, real BM25."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from knowledge.index import FusionParams
+from knowledge.retrieval import KnowledgeBase
+
+DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_kb(tmp_path_factory) -> KnowledgeBase:
+    kb = KnowledgeBase(path=tmp_path_factory.mktemp("demo") / "chroma")
+    report = kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv"], progress=False)
+    assert (report.answers, report.questions, report.bad) == (62, 316, [])
+    return kb
+
+
+@pytest.fixture(scope="module")
+def answers_only(tmp_path_factory) -> tuple[KnowledgeBase, KnowledgeBase]:
+    """The demo answers without example questions, opened twice: hybrid, and dense-only (no BM25)."""
+    path = tmp_path_factory.mktemp("answers-only") / "chroma"
+    hybrid = KnowledgeBase(path=path)
+    hybrid.ingest([DEMO / "answers.csv"], progress=False)
+    dense_only = KnowledgeBase(path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0))
+    return hybrid, dense_only
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_ingest_update_remove_each_change_the_version(tmp_path):
+    kb = KnowledgeBase(path=tmp_path / "chroma")
+    empty = kb.version
+    answers = write(tmp_path / "answers.csv", "answer_id,title,answer\n"
+                    "hours,Opening hours,We are open Mon-Fri 8-20.\n"
+                    "gift,Gift wrapping,Gift wrapping costs $3.\n")
+    questions = write(tmp_path / "questions.csv", "query,answer_id\nwhen are you open,hours\ncan you wrap it,gift\n")
+    first = kb.ingest([answers, questions], progress=False)
+    assert first.version != empty and len(kb) == 2 and kb.stats()["questions"] == 2
+
+    again = kb.ingest([answers, questions], progress=False)
+    assert again.version == first.version and again.changed == 0 and "(unchanged)" in again.summary()
+
+    write(answers, "answer_id,title,answer\nhours,Opening hours,We are open Mon-Sat 9-18.\n")
+    updated = kb.ingest([answers], progress=False)
+    assert updated.version not in (first.version, empty)
+    hit = kb.search("when are you open", k=1)[0]
+    assert hit.answer_id == "hours" and hit.answer == "We are open Mon-Sat 9-18."
+    assert len(kb) == 2  # upsert by answer_id: 'gift' stays, 'hours' is replaced, not duplicated
+
+    assert kb.remove("gift") is True
+    assert kb.version not in (updated.version, first.version)
+    assert len(kb) == 1 and kb.stats()["questions"] == 1  # its example question went with it
+    assert kb.remove("gift") is False
+    assert all(h.answer_id != "gift" for h in kb.search("can you wrap it", k=3))
+
+
+def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
+    kb = KnowledgeBase(path=tmp_path / "chroma")
+    answers = write(tmp_path / "answers.csv", "answer_id,answer\nok,Fine.\nbroken,\n")
+    questions = write(tmp_path / "questions.csv", "query,answer_id\nis it fine,ok\nwho knows,missing_id\n")
+    report = kb.ingest([answers, questions], progress=False)
+    assert [str(b) for b in report.bad] == [
+        "answers.csv row 3: empty answer for answer_id 'broken'",
+        "questions.csv row 3: answer_id 'missing_id' is not in the knowledge base"]
+    assert report.summary().startswith("ingested 1 answers, 1 questions; 2 bad rows (see above); version ")
+    assert [e["answer_id"] for e in kb.entries()] == ["ok"] and kb.entries()[0]["questions"] == 1
+
+
+def test_markdown_and_text_files(tmp_path):
+    kb = KnowledgeBase(path=tmp_path / "chroma")
+    faq = write(tmp_path / "faq.md", "# Delivery\n\n## Do you ship to Iceland?\n\nYes, Iceland takes 7 days.\n\n"
+                                     "## Can I pay with PayPal?\n\nYes, PayPal and cards.\n")
+    manual = write(tmp_path / "kettle-manual.txt",
+                   " ".join(f"Step {i}: rinse the kettle, then descale it with citric acid." for i in range(20))
+                   + " The limescale filter sits behind the spout and can be removed for cleaning.")
+    report = kb.ingest([faq, manual], progress=False)
+    chunks = [e for e in kb.entries() if e["source"] == "kettle-manual.txt"]
+    assert report.answers == 2 + len(chunks) and len(chunks) >= 3
+
+    hit = kb.search("shipping to iceland", k=1)[0]
+    assert (hit.answer_id, hit.title, hit.category) == ("faq-do-you-ship-to-iceland", "Do you ship to Iceland?",
+                                                        "Delivery")
+    hit = kb.search("where is the limescale filter", k=1)[0]
+    assert hit.answer_id.startswith("kettle-manual-") and "limescale filter" in hit.answer
+
+    # A shorter version of the file replaces its chunks; the old extra chunks do not linger.
+    write(manual, "Descale monthly.")
+    kb.ingest([manual], progress=False)
+    assert [e["answer_id"] for e in kb.entries() if e["source"] == "kettle-manual.txt"] == ["kettle-manual-1"]
+    assert len(kb) == 3
+
+
+def test_one_hit_per_answer_with_bounded_scores(demo_kb):
+    hits = demo_kb.search("where is my parcel", k=5)
+    assert len({h.answer_id for h in hits}) == 5
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+    assert hits[0].answer_id == "track_order"
+    texts_of_top = {e["title"] for e in demo_kb.entries() if e["answer_id"] == "track_order"}
+    assert hits[0].matched_text in texts_of_top or "parcel" in hits[0].matched_text.lower()
+
+
+def test_precomputed_vector_gives_the_same_hits(demo_kb):
+    from tandem.models import embedder
+
+    query = "can I pay in installments"
+    vector = embedder().encode_one(query)
+    assert demo_kb.search(query, vector=vector) == demo_kb.search(query)
+
+
+def test_score_separates_in_scope_from_unrelated(demo_kb):
+    in_scope = demo_kb.search("how do I return an item", k=1)[0]
+    unrelated = demo_kb.search("what is the boiling point of tungsten", k=1)[0]
+    assert in_scope.answer_id == "return_policy"
+    assert in_scope.score > unrelated.score + 0.2
+
+
+@pytest.mark.parametrize("query, answer_id", [
+    ("click and collect", "store_pickup"),            # keyword-only
+    ("express shipping price", "express_shipping"),  # keyword-only
+    ("price droped after i ordered", "price_match"),  # typo
+])
+def test_hybrid_finds_what_dense_alone_misses(answers_only, query, answer_id):
+    hybrid, dense_only = answers_only
+    assert dense_only.search(query, k=1)[0].answer_id != answer_id
+    assert hybrid.search(query, k=1)[0].answer_id == answer_id
+
+
+@pytest.mark.parametrize("query, answer_id", [("怎么申请退货", "zh_return_policy"), ("运费是多少？", "zh_shipping_time"),
+                                              ("退款时间", "zh_refund_time")])
+def test_chinese_query_finds_chinese_answer(answers_only, query, answer_id):
+    hybrid, _ = answers_only
+    assert hybrid.search(query, k=1)[0].answer_id == answer_id
+
+
+@pytest.mark.parametrize("query", ["", "   ", None, 42])
+def test_bad_queries_return_no_hits(demo_kb, query):
+    assert demo_kb.search(query) == []
+
+
+def test_entries_search_filters_by_text(demo_kb):
+    rows = demo_kb.entries(search="PAYPAL")
+    assert rows and all("paypal" in " ".join(map(str, r.values())).lower() for r in rows)
+    assert len(demo_kb.entries()) == len(demo_kb) == 62
+
+
+def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
+    from knowledge.retrieval import throwaway_kb
+
+    answers = write(tmp_path / "kb.csv", "answer_id,intent,category,answer\n"
+                    "a_cancel,cancel_order,ORDER,You can cancel in your order history.\n"
+                    "a_invoice,get_invoice,INVOICE,Invoices are under Account > Invoices.\n")
+    kb = throwaway_kb(answers)
+    assert kb.path.exists() and kb.path != tmp_path
+    assert kb.search("I need my invoice", k=1)[0].answer_id == "a_invoice"
+
+
+def test_seed_demo_kb_fills_an_empty_kb_once():
+    from knowledge.demo_seed import seed_demo_kb
+    from knowledge.retrieval import get_kb, reset_kb
+
+    reset_kb()
+    first = seed_demo_kb()
+    assert get_kb() is get_kb() and len(get_kb()) >= 62
+    assert "62 answers" in first or "already has" in first
+    assert seed_demo_kb().startswith("knowledge base already has")

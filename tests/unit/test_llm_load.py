@@ -1,0 +1,129 @@
+"""Load signals, overload hysteresis and the vLLM /metrics parser (on a real vLLM text sample)."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from pathlib import Path
+
+import pytest
+
+from chains.llm.load import LATENCY_MEMORY_S, LoadTracker, MetricsPoller, OverloadGate, metrics_url_for
+from chains.llm.metrics_parser import parse_vllm_metrics
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "vllm_metrics.txt"
+
+
+class ManualClock:
+    def __init__(self):
+        self.now = 50.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_parser_reads_the_vllm_sample():
+    metrics = parse_vllm_metrics(FIXTURE.read_text())
+    assert metrics.running == 3.0
+    assert metrics.waiting == 2.0
+    assert metrics.kv_cache_usage == pytest.approx(0.4219)
+    assert metrics.ttft_count == 178.0
+    assert metrics.ttft_mean_ms == pytest.approx(1000 * 50.285691261291504 / 178)
+
+
+def test_parser_falls_back_to_the_legacy_kv_cache_name_and_sums_engines():
+    text = ("# TYPE vllm:gpu_cache_usage_perc gauge\n"
+            'vllm:gpu_cache_usage_perc{model_name="m"} 0.55\n'
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 2.0\n'
+            'vllm:num_requests_waiting{engine="1",model_name="m"} 3.0\n')
+    metrics = parse_vllm_metrics(text)
+    assert metrics.kv_cache_usage == pytest.approx(0.55)
+    assert metrics.waiting == 5.0
+    assert metrics.running is None and metrics.ttft_mean_ms is None
+
+
+def test_parser_rejects_garbage_with_value_error():
+    with pytest.raises(ValueError):
+        parse_vllm_metrics("vllm:num_requests_waiting{model_name=\"m\" not a number\n")
+
+
+def test_metrics_url_is_at_the_server_root():
+    assert metrics_url_for("http://h:8000/v1") == "http://h:8000/metrics"
+    assert metrics_url_for("http://h:8000/v1/") == "http://h:8000/metrics"
+    assert metrics_url_for("https://gw.example/llm/v1") == "https://gw.example/llm/metrics"
+
+
+def test_hysteresis_enters_at_enter_and_leaves_only_at_exit():
+    gate = OverloadGate()
+    seen = [gate.update(load, enter=0.8, exit=0.4) for load in (0.5, 0.79, 0.8, 0.6, 0.41, 0.4, 0.6, 0.79)]
+    assert seen == [False, False, True, True, True, False, False, False]
+
+
+def test_in_flight_and_queued_calls_drive_the_load_and_the_queue_budget():
+    tracker = LoadTracker(capacity=2, typical_latency_ms=1000)
+    assert tracker.load() == 0.0
+    assert tracker.acquire(0) and tracker.load() == pytest.approx(0.5)
+    assert tracker.acquire(0) and tracker.load() == 1.0
+    assert not tracker.acquire(0.01)  # no slot within the budget
+    tracker.release(ok=True, latency_ms=900, ttft_ms=100)
+    tracker.release(ok=False)
+    assert tracker.in_flight == 0 and tracker.queued == 0
+    assert tracker.snapshot()["error_rate"] > 0
+
+
+def test_slow_answers_raise_load_and_the_effect_fades_when_traffic_stops():
+    clock = ManualClock()
+    tracker = LoadTracker(capacity=4, typical_latency_ms=1000, clock=clock)
+    tracker.acquire(0)
+    tracker.release(ok=True, latency_ms=3000, ttft_ms=500)  # three times typical
+    assert tracker.components()["latency"] == pytest.approx(1.0)
+    clock.now += LATENCY_MEMORY_S / 2
+    assert tracker.load() == pytest.approx(0.5)
+    clock.now += LATENCY_MEMORY_S
+    assert tracker.load() == 0.0
+
+
+class _MetricsHandler(http.server.BaseHTTPRequestHandler):
+    body = FIXTURE.read_bytes()
+
+    def do_GET(self):  # noqa: N802 - http.server naming
+        if self.path == "/metrics":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.end_headers()
+            self.wfile.write(self.body)
+        else:
+            self.send_response(404)
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def vllm_metrics_standin():
+    """Stand-in for a vLLM server (no GPU here): serves the recorded vLLM text over real HTTP."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _MetricsHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_vllm_queue_and_kv_cache_count_as_load(vllm_metrics_standin):
+    tracker = LoadTracker(capacity=4, typical_latency_ms=1000, metrics_url=f"{vllm_metrics_standin}/metrics")
+    tracker.poller.poll_once()
+    parts = tracker.components()
+    assert parts["queue"] == pytest.approx(0.5)  # 2 waiting / capacity 4
+    assert parts["kv_cache"] == pytest.approx(0.4219)
+    assert tracker.load() == pytest.approx(0.5)
+    assert tracker.snapshot()["vllm"]["waiting"] == 2.0
+
+
+def test_poller_gives_up_on_404(vllm_metrics_standin):
+    poller = MetricsPoller(f"{vllm_metrics_standin}/not-vllm")
+    poller.poll_once()
+    assert poller.disabled_reason and "404" in poller.disabled_reason
+    poller.ensure_started()  # must not start a thread once disabled
+    assert poller._thread is None
