@@ -1,0 +1,88 @@
+"""The storage layer on a real PostgreSQL server (Debian's, started in a temp folder for this test)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+pytestmark = pytest.mark.skipif(not BIN or shutil.which("runuser") is None,
+                                reason="PostgreSQL server binaries not installed (make test installs them)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    import tempfile
+    from pathlib import Path
+
+    bindir = BIN[-1]
+    # Not under pytest's tmp dir: that is private to root, and the server runs as user postgres.
+    folder = Path(tempfile.mkdtemp(prefix="tandem-pg-"))
+    os.chmod(folder, 0o777)
+    data = folder / "data"
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "tandem"],
+                   check=True, capture_output=True)
+    port = _free_port()
+    server = subprocess.Popen([*as_postgres, f"{bindir}/postgres", "-D", str(data), "-p", str(port),
+                               "-k", str(folder), "-h", "127.0.0.1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url = f"postgresql+psycopg2://tandem@127.0.0.1:{port}/postgres"
+    try:
+        from sqlalchemy import create_engine, text
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with create_engine(url).connect() as conn:
+                    conn.execute(text("SELECT 1"))
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_tables_rows_and_versioned_settings_on_postgres(postgres_url, monkeypatch):
+    from storage import settings_store
+    from storage.db import init_db, reset_engines, session_scope
+    from storage.tables import RequestLog
+    from tandem.settings import reset_settings
+
+    monkeypatch.setenv("TANDEM_DATABASE_URL", postgres_url)
+    reset_settings()
+    reset_engines()
+    try:
+        engine = init_db()
+        assert engine.dialect.name == "postgresql"
+        row = RequestLog(text="hello", route="small", scores={"p_llm": 0.2}, latency_ms={"total": 12.5})
+        with session_scope() as session:
+            session.add(row)
+            session.commit()
+        with session_scope() as session:
+            assert session.get(RequestLog, row.id).scores == {"p_llm": 0.2}
+        first = settings_store.save({"route_threshold": 0.4}, "pg-test", "on postgres")
+        assert settings_store.current_thresholds().route_threshold == 0.4
+        assert settings_store.rollback(first.version, "pg-test").version == first.version + 1
+    finally:
+        monkeypatch.delenv("TANDEM_DATABASE_URL")
+        reset_settings()
+        reset_engines()
+        settings_store.invalidate_live_settings()
