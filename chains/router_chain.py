@@ -100,6 +100,8 @@ class RouterChain:
 
     # --- stages ------------------------------------------------------------------------------------
     def _guard(self, turn: Turn) -> Turn:
+        if turn.done:  # refused before the chain (rate limit)
+            return turn
         request = turn.request
         with timed(turn, "guard"):
             typed = request.message or ""

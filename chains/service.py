@@ -17,6 +17,7 @@ from sqlmodel import select
 
 from chains import metrics
 from chains.cache import ResponseCache
+from chains.ratelimit import RateLimiter
 from chains.pii import mask
 from chains.router_chain import RouterChain, Turn, timed
 from chains.routers.base import get_router
@@ -45,6 +46,7 @@ class TandemService:
         self.cache = ResponseCache(ttl_s=settings.cache_ttl_s)
         self.chain = RouterChain(kb=self.kb, router=router or get_router(), embed=embedder().encode_one,
                                  cache=self.cache, rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
+        self.rate_limiter = RateLimiter(settings.rate_limit_per_min)
         self._backlog: deque[tuple[RequestLog, list[Any]]] = deque(maxlen=100_000)
         self._log_lock = threading.Lock()
         self.log_failures = 0
@@ -54,7 +56,13 @@ class TandemService:
     def _start(self, request: ChatRequest) -> Turn:
         if not request.session_id:
             request = request.model_copy(update={"session_id": new_id()})
-        return Turn(request=request, thresholds=live_settings(), history=self.history(request.session_id))
+        turn = Turn(request=request, thresholds=live_settings(), history=self.history(request.session_id))
+        refusal = self.rate_limiter.check(f"user:{request.user_id}" if request.user_id else "",
+                                          f"session:{request.session_id}")
+        if refusal:
+            turn.note("guard", "refused", reason="rate limited")
+            turn.finish("guard", refusal, "guard: rate limited")
+        return turn
 
     def answer(self, request: ChatRequest) -> ChatResponse:
         start = time.perf_counter()

@@ -1,0 +1,78 @@
+"""Pure parts of the chain: guard, PII masking, features, rate limit, cache rules (with real MiniLM vectors)."""
+
+import numpy as np
+import pytest
+
+from chains.cache import ResponseCache
+from chains.features import message_features, negation_signature
+from chains.guard import check_input
+from chains.pii import find_pii, mask
+from chains.ratelimit import RateLimiter
+
+
+@pytest.mark.parametrize("text,reason", [("", "empty"), ("   \n\t ", "empty"), (None, "empty"),
+                                         ("\x01\x02\x03", "only control characters"), ("a" * 5000, "too long")])
+def test_guard_refusals(text, reason):
+    result = check_input(text, 4000)
+    assert result.reason == reason and result.refusal and not result.text
+
+
+def test_guard_keeps_text_and_strips_controls():
+    result = check_input("where is\x00 my   order?\x07 退货 😀 مرحبا", 4000)
+    assert result.text == "where is my order? 退货 😀 مرحبا" and not result.refusal
+
+
+def test_pii_found_and_masked():
+    text = "order NW-104233, mail bob@example.com or call +44 20 7946 0958"
+    assert set(find_pii(text)) >= {"order", "email", "phone"}
+    masked = mask(text)
+    assert "NW-104233" not in masked and "bob@example.com" not in masked and "7946" not in masked
+    assert not find_pii("how do I reset my password?")
+
+
+def test_features_read_the_message():
+    f = message_features("Why was I charged twice?? This is unacceptable, and if you don't refund me I'll "
+                         "compare with other shops", has_history=False)
+    assert f["q_why"] == 1 and f["complaint"] == 1 and f["negation"] == 1 and f["conditional"] == 1
+    assert f["q_compare"] == 1 and f["n_clauses"] > 0.5
+    assert message_features("and how long does that take?", has_history=True)["follow_up"] == 1
+    assert message_features("and how long does that take?", has_history=False)["follow_up"] == 0
+
+
+def test_negation_signature():
+    assert negation_signature("cancel my order") != negation_signature("I do not want to cancel my order")
+
+
+def test_rate_limit_per_user_and_session():
+    now = [0.0]
+    limiter = RateLimiter(3, clock=lambda: now[0])
+    assert all(limiter.check("user:a", "session:1") == "" for _ in range(3))
+    refusal = limiter.check("user:a", "session:2")
+    assert "per minute" in refusal
+    assert limiter.check("user:b", "session:3") == ""
+    now[0] = 61.0
+    assert limiter.check("user:a", "session:2") == ""
+
+
+@pytest.mark.slow
+def test_cache_exact_semantic_ttl_and_rules():
+    from tandem.models import embedder
+
+    e = embedder()
+    cache = ResponseCache(ttl_s=3600)
+    v = e.encode_one("how do I reset my password")
+    assert cache.store("how do I reset my password", v, "kb1", {"answer": "Use the reset link."})
+    assert cache.lookup("How do I reset my password?", v, "kb1", 0.95).kind == "exact"
+    para = e.encode_one("how can i reset my password")
+    hit = cache.lookup("how can i reset my password", para, "kb1", 0.9)
+    assert hit is not None and hit.kind == "semantic"
+    assert cache.lookup("how do I reset my password", v, "kb2", 0.95) is None  # other KB version
+    assert not cache.store("reset password for bob@example.com", v, "kb1", {"answer": "x"})
+    assert not cache.store("my password", v, "kb1", {"answer": "sent to bob@example.com"})
+    neg = e.encode_one("I do not want to reset my password")
+    assert float(neg @ v) > 0.8  # close in embedding space, still never served
+    assert cache.lookup("I do not want to reset my password", neg, "kb1", 0.8) is None
+    expiring = ResponseCache(ttl_s=0)
+    expiring.store("hello there", v, "kb1", {"answer": "hi"})
+    assert expiring.lookup("hello there", v, "kb1", 0.9) is None
+    assert np.isclose(np.linalg.norm(v), 1, atol=1e-4)
