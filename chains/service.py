@@ -74,20 +74,33 @@ class TandemService:
         return self._complete(turn, start)
 
     def stream(self, request: ChatRequest) -> Iterator[str | ChatResponse]:
-        """Text chunks as they are produced, then the final ChatResponse (already logged)."""
+        """Text chunks as they are produced, then the final ChatResponse (already logged).
+
+        A customer who presses stop closes this generator; the request is still logged, with what was
+        shown so far and the reason.
+        """
         start = time.perf_counter()
         turn = self._start(request)
+        logged = False
         try:
-            turn = self.chain.decide.invoke(turn)
-            if not turn.done and turn.plan != "small":
-                yield from self._stream_llm(turn)
-            elif not turn.done:
-                turn = self.chain.small_tier.invoke(turn)
-        except Exception as exc:
-            turn = self._internal_error(turn, exc)
-        if turn.route != "llm":
-            yield from _chunks(turn.answer)
-        yield self._complete(turn, start)
+            try:
+                turn = self.chain.decide.invoke(turn)
+                if not turn.done and turn.plan != "small":
+                    yield from self._stream_llm(turn)
+                elif not turn.done:
+                    turn = self.chain.small_tier.invoke(turn)
+            except Exception as exc:
+                turn = self._internal_error(turn, exc)
+            if turn.route != "llm":
+                yield from _chunks(turn.answer)
+            response = self._complete(turn, start)
+            logged = True
+            yield response
+        finally:
+            if not logged:
+                turn.route = turn.route or ("llm" if turn.plan in ("llm", "rewrite") else "small")
+                turn.reasons.append("stopped by the customer before the answer was complete")
+                self._complete(turn, start)
 
     def _stream_llm(self, turn: Turn) -> Iterator[str]:
         from chains.llm.client import LLMResult, LLMUnavailable
@@ -100,6 +113,7 @@ class TandemService:
                         self.chain.finish_llm(turn, item)
                     else:
                         produced.append(item)
+                        turn.answer = "".join(produced)
                         yield item
         except LLMUnavailable as exc:
             if produced:  # the customer saw a partial answer: say plainly what follows
