@@ -36,7 +36,8 @@ API_RESPONSES = _counter("tandem_api_responses", "HTTP API responses by endpoint
 
 # Guard refusals that mean "the client sent something unusable" map to 4xx; the guard's own
 # message is the error text. Any other guard answer (e.g. an internal-error apology) stays 200.
-GUARD_STATUS = {"guard: too long": 413, "guard: empty": 422, "guard: only control characters": 422}
+GUARD_STATUS = {"guard: too long": 413, "guard: empty": 422, "guard: only control characters": 422,
+                "guard: rate limited": 429}
 
 
 def error(status: int, message: str, endpoint: str, headers: dict[str, str] | None = None,
@@ -75,6 +76,9 @@ async def _json_body(request: Request, model, endpoint: str):
     except json.JSONDecodeError as exc:
         return None, error(400, f"request body is not valid JSON ({exc.msg} at line {exc.lineno} "
                                 f"column {exc.colno})", endpoint)
+    except (RecursionError, ValueError):  # nesting deeper than the parser's stack, or a 5000-digit number
+        return None, error(400, "request body is not usable JSON (nested too deeply or a number too long)",
+                           endpoint)
     if not isinstance(data, dict):
         return None, error(422, "request body must be a JSON object", endpoint)
     try:
@@ -140,6 +144,20 @@ def _request_exists(request_id: str) -> bool:
 
     with session_scope() as session:
         return session.get(RequestLog, request_id) is not None
+
+
+@router.api_route("/api/v1/chat", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+@router.api_route("/api/v1/feedback", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+async def wrong_method(request: Request) -> Response:
+    # Without this the Gradio app mounted at "/" would answer these with an HTML 404.
+    return error(405, f"{request.method} is not supported here; use POST with a JSON body", "other",
+                 headers={"Allow": "POST"})
+
+
+@router.api_route("/api/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+async def unknown_endpoint(rest: str) -> Response:
+    return error(404, f"no API endpoint /api/v1/{rest}; see /api/docs", "other")
 
 
 @router.get("/healthz")

@@ -67,7 +67,7 @@ def _check_size(path: Path) -> int:
         raise AttachmentError(f"{path.name}: the upload did not arrive; please attach it again.") from None
     limit_mb = get_settings().max_upload_mb
     if size > limit_mb * 1024 * 1024:
-        raise AttachmentError(f"{path.name} is {size / 1024 / 1024:.1f} MB; the limit is {limit_mb:g} MB. "
+        raise AttachmentError(f"{path.name} is {_human_size(size)}; the limit is {limit_mb:g} MB. "
                               "Please send a smaller file.")
     if size == 0:
         raise AttachmentError(f"{path.name} is empty (0 bytes); please record or attach it again.")
@@ -299,6 +299,10 @@ def warm_up() -> list[str]:
         except TandemError as exc:
             problems.append(str(exc))
     return problems
+
+
+def _human_size(size: int) -> str:
+    return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.0f} kB"
 
 
 def _short(exc: BaseException) -> str:

@@ -119,16 +119,24 @@ def build_request(text: str, files: list[str], session_id: str, user_id: str = "
     return request, extraction
 
 
-def _stream_in_background(request: ChatRequest) -> queue.Queue:
-    """Run the service's stream to the end in its own thread.
+def _turn_in_background(text: str, files: list[str], session_id: str) -> queue.Queue:
+    """Read the attachments and run the service's stream to the end, in a thread of its own.
 
-    If the customer presses Stop, Gradio abandons our generator; the service still finishes and logs
-    its request row, so no message is ever dropped from the log.
+    The queue receives (request, extraction), then text chunks, then the final ChatResponse, then None.
+    If the customer presses Stop, Gradio abandons the UI generator, but this thread still finishes, so
+    the service answers and logs the request row: no message is ever dropped from the log.
     """
     items: queue.Queue = queue.Queue()
 
     def pump() -> None:
         try:
+            try:
+                request, extraction = build_request(text, files, session_id)
+            except Exception as exc:  # a reader bug must not drop the message: send it on with the error
+                extraction = media.Extraction(errors=[f"I could not read your attachment ({exc.__class__.__name__})."])
+                request = ChatRequest(message=text, session_id=session_id, channel="ui",
+                                      modality=extraction.modality(text), attachment_errors=extraction.errors)
+            items.put((request, extraction))
             for item in _service().stream(request):
                 items.put(item)
         except Exception as exc:  # the service promises not to raise; if it does, tell the customer
@@ -136,7 +144,7 @@ def _stream_in_background(request: ChatRequest) -> queue.Queue:
         finally:
             items.put(None)
 
-    threading.Thread(target=pump, name="tandem-ui-stream", daemon=True).start()
+    threading.Thread(target=pump, name="tandem-ui-turn", daemon=True).start()
     return items
 
 
@@ -147,7 +155,8 @@ def respond(message: Any, history: list | None, session_id: str, request_ids: di
     session_id = session_id or uuid.uuid4().hex
     request_ids = dict(request_ids or {})
     text, files = _files_of(message)
-    cleared = gr.MultimodalTextbox(value=None)
+    # While the reply streams, the box's send arrow becomes a stop button (as in ChatInterface).
+    busy = gr.MultimodalTextbox(value=None, submit_btn=False, stop_btn=True)
     if text:
         history.append({"role": "user", "content": text})
     for path in files:
@@ -156,16 +165,16 @@ def respond(message: Any, history: list | None, session_id: str, request_ids: di
         history.append({"role": "user", "content": "(empty message)"})
     history.append({"role": "assistant", "content": "Reading your attachment…" if files else "…"})
     reply_at = len(history) - 1
-    yield history, cleared, session_id, request_ids, {}
+    yield history, busy, session_id, request_ids, {}
 
-    request, extraction = build_request(text, files, session_id)
+    items = _turn_in_background(text, files, session_id)
+    request, extraction = items.get()
     preamble = attachments_preamble(extraction, text)
     if preamble:
         history[reply_at] = {"role": "assistant", "content": preamble + "…"}
-        yield history, cleared, session_id, request_ids, {}
+        yield history, gr.skip(), session_id, request_ids, {}
 
     answer, final = "", None
-    items = _stream_in_background(request)
     while (item := items.get()) is not None:
         if isinstance(item, ChatResponse):
             final = item
@@ -174,16 +183,22 @@ def respond(message: Any, history: list | None, session_id: str, request_ids: di
         else:
             answer += item
             history[reply_at] = {"role": "assistant", "content": preamble + answer}
-            yield history, cleared, session_id, request_ids, {}
+            # gr.skip(): leave the box alone so the customer can already type the next message
+            yield history, gr.skip(), session_id, request_ids, {}
     if final is None:
         history[reply_at] = {"role": "assistant", "content": preamble + (answer or "Sorry, no answer came back.")}
-        yield history, cleared, session_id, request_ids, {}
+        yield history, idle_box(), session_id, request_ids, {}
         return
     request_ids[reply_at] = final.request_id
     history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
     details = {**final.public(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
                "modality": request.modality}
-    yield history, cleared, session_id, request_ids, details
+    yield history, idle_box(), session_id, request_ids, details
+
+
+def idle_box() -> gr.MultimodalTextbox:
+    """The send arrow back in place of the stop button; keeps whatever the customer is typing."""
+    return gr.MultimodalTextbox(submit_btn=True, stop_btn=False)
 
 
 def rate(data: gr.LikeData, request_ids: dict, comment: str) -> tuple[str, str]:
@@ -218,12 +233,9 @@ def build_ui() -> gr.Blocks:
         gr.HTML(HEADER)
         chatbot = gr.Chatbot(label=BRAND, elem_id="chat", height=520, placeholder=PLACEHOLDER,
                              feedback_options=("Like", "Dislike"), buttons=["copy"], scale=1)
-        with gr.Row(equal_height=True):
-            box = gr.MultimodalTextbox(file_types=["image", "audio"], sources=["upload", "microphone"],
-                                       file_count="multiple", show_label=False, scale=9, elem_id="message",
-                                       placeholder="Type your question, attach a screenshot or record a "
-                                                   "voice message…")
-            stop = gr.Button("Stop", variant="stop", scale=1, min_width=80, elem_id="stop")
+        box = gr.MultimodalTextbox(file_types=["image", "audio"], sources=["upload", "microphone"],
+                                   file_count="multiple", show_label=False, elem_id="message",
+                                   placeholder="Type your question, attach a screenshot or record a voice message…")
         with gr.Row():
             comment = gr.Textbox(label="Comment for your thumbs up/down, or a note for our team (optional)",
                                  max_lines=2, scale=4, elem_id="comment")
@@ -233,7 +245,8 @@ def build_ui() -> gr.Blocks:
 
         sent = box.submit(respond, [box, chatbot, session_id, request_ids],
                           [chatbot, box, session_id, request_ids, details], api_name="chat")
-        stop.click(None, None, None, cancels=[sent], api_visibility="private")
+        # Stop abandons the stream on screen; the service still finishes and logs the turn (see above).
+        box.stop(idle_box, None, [box], cancels=[sent], queue=False, api_visibility="private")
         chatbot.like(rate, [request_ids, comment], [notice, comment], api_visibility="private")
         human.click(talk_to_human, [session_id, request_ids, comment], [notice, session_id, comment],
                     api_name="handoff")

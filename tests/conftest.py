@@ -28,6 +28,7 @@ def tandem_home(tmp_path_factory) -> Path:
     os.environ["TANDEM_HOME"] = str(home)
     os.environ["TANDEM_MODEL_DIR"] = str(REPO / ".tandem" / "models")
     os.environ.pop("TANDEM_DATABASE_URL", None)
+    os.environ.setdefault("TANDEM_LLM_MAX_TOKENS", "16")  # SmolLM2 on 2 CPU cores: keep answers short in tests
     reset_settings()
     reset_engines()
     return home
@@ -47,3 +48,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
     """Run the installed `tandem` console script as a user would."""
     return subprocess.run([str(VENV_BIN / "tandem"), *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+from tests.llm_server import llm_server, llm_server_process  # noqa: E402,F401  (the real CPU LLM server)

@@ -72,7 +72,8 @@ class LLMClient:
         for item in self.stream(messages, max_tokens=max_tokens, score=score):
             if isinstance(item, LLMResult):
                 result = item
-        assert result is not None  # stream() ends with a result or raises
+        if result is None:  # stream() always ends with a result or raises; guard against a silent None
+            raise LLMUnavailable("LLM stream ended without a result")
         return result
 
     def stream(self, messages: list[dict], *, max_tokens: int | None = None,

@@ -226,7 +226,8 @@ class LoadTracker:
                 "error_rate": round(self.errors.value or 0.0, 3),
                 "typical_latency_ms": self.typical_latency_ms,
             }
-        return {**state, "load": round(max(parts.values()), 3), "load_parts": {k: round(v, 3) for k, v in parts.items()},
+        return {**state, "load": round(max(parts.values()), 3),
+                "load_parts": {name: round(value, 3) for name, value in parts.items()},
                 "vllm": self.poller.snapshot() if self.poller is not None else None}
 
     def close(self) -> None:

@@ -21,10 +21,14 @@ An empty list means one tier, "default", built from ``TANDEM_LLM_URL`` / ``TANDE
 
 from __future__ import annotations
 
+import logging
+
 from pydantic import BaseModel, Field, ValidationError
 
 from tandem.errors import TandemError
 from tandem.settings import get_settings
+
+log = logging.getLogger(__name__)
 
 # SmolLM2 on 2 idle CPU cores: a full answer (llm_max_tokens=96 at ~14 tok/s) takes about 7 s; a slower
 # mean means the server is busy (see load.py: twice this is load 0.5, three times is load 1).
@@ -79,10 +83,18 @@ def parse_tiers(raw: list[dict]) -> list[TierProfile]:
 
 
 def configured_tiers() -> list[TierProfile]:
-    """The live tier list (re-read from the settings table every few seconds)."""
+    """The live tier list (re-read from the settings table every few seconds).
+
+    A broken saved list must not stop answers: it is logged and the default endpoint is used. Editors
+    (the console) should call :func:`parse_tiers` before saving to show the error to the operator.
+    """
     from storage.settings_store import live_settings
 
-    return parse_tiers(list(live_settings().tiers or []))
+    try:
+        return parse_tiers(list(live_settings().tiers or []))
+    except TandemError as exc:
+        log.error("ignoring the saved LLM tiers: %s", exc)
+        return [default_tier()]
 
 
 def select_tier(score: float | None, tiers: list[TierProfile] | None = None) -> TierProfile:

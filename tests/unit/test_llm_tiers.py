@@ -63,6 +63,8 @@ def test_editing_settings_changes_tiers_without_restart(db):
         save({"tiers": THREE}, author="test", reason="three tiers")
         assert [t.name for t in configured_tiers()] == ["base", "enhanced", "expert"]
         assert select_tier(0.95).model == "big"
+        save({"tiers": [{"name": "broken"}]}, author="test", reason="typo")
+        assert [t.name for t in configured_tiers()] == ["default"]  # answers keep flowing
         save({"tiers": []}, author="test", reason="back to one")
         assert [t.name for t in configured_tiers()] == ["default"]
     finally:

@@ -1,0 +1,102 @@
+"""The chat in a real headless Chromium: type and send, see the streamed reply and the route badge, rate it,
+send a voice message and stop it. Saves tests/artifacts/chat.png."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+from sqlmodel import select
+
+from tests.ui.browser import Browser, chromium_path
+from tests.ui.conftest import ARTIFACTS, ASSETS, free_port
+
+pytestmark = pytest.mark.slow
+
+BADGES = "Array.from(document.querySelectorAll('#chat .route-badge')).map(b => b.innerText)"
+LAST_BOT = ("(() => { const bots = document.querySelectorAll('#chat .bot'); "
+            "return bots.length ? bots[bots.length - 1].innerText : ''; })()")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Chromium is not installed (Debian: apt-get install -y chromium)")
+    chrome = Browser(executable, tmp_path_factory.mktemp("chromium-profile"), free_port())
+    yield chrome
+    chrome.close()
+
+
+def _rows_since(since: datetime, **where):
+    from storage.db import session_scope
+    from storage.tables import RequestLog
+
+    with session_scope() as session:
+        query = select(RequestLog).where(RequestLog.created_at >= since)
+        for key, value in where.items():
+            query = query.where(getattr(RequestLog, key) == value)
+        return session.exec(query.order_by(RequestLog.created_at)).all()
+
+
+def _wait(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def test_chat_page_end_to_end(app_server, browser):
+    from storage.db import session_scope
+    from storage.tables import Feedback
+
+    started = datetime.now(timezone.utc)
+    browser.open(app_server.url + "/")
+    browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
+    assert browser.js("document.title") == "Northwind Goods support"
+
+    # Type and send; the reply streams in and ends with the route badge.
+    browser.js("document.querySelector('#message textarea').focus()")
+    browser.type_text("How do I reset my password?")
+    browser.press_enter()
+    badges = browser.wait_for(BADGES, timeout=90, what="the route badge under the reply")
+    assert badges[0].startswith("route: ") and " ms" in badges[0]
+    reply = browser.js(LAST_BOT)
+    assert "password" in reply.lower() and "why this route" in reply
+    row = _wait(lambda: _rows_since(started, channel="ui"), 10, "the logged request row")[0]
+
+    # Thumbs down on that reply is stored as feedback on its request id, with the comment.
+    browser.js("document.querySelector('#comment textarea').focus()")
+    browser.type_text("link expired")
+    browser.js("document.querySelector('#comment textarea').dispatchEvent(new Event('input', {bubbles: true}))")
+    time.sleep(0.5)  # let the comment value reach the server-side state before the like event reads it
+    browser.click("#chat button[aria-label='Dislike']")
+
+    def feedback():
+        with session_scope() as session:
+            return session.exec(select(Feedback).where(Feedback.request_id == row.id)).all()
+
+    rated = _wait(feedback, 20, "the feedback row")
+    assert [(f.rating, f.comment) for f in rated] == [(-1, "link expired")]
+    browser.js("document.querySelector('#chat details.why').open = true")
+    shot = browser.screenshot(ARTIFACTS / "chat.png")
+    assert shot.stat().st_size > 10_000
+
+    # A voice message: the send arrow turns into a stop button while it is read; stopping it leaves the
+    # chat usable and the service still logs the turn.
+    browser.attach("#message input[type=file]", ASSETS / "speech.wav")
+    browser.wait_for("!!document.querySelector('#message button.delete-button')", timeout=30,
+                     what="the attached file in the message box")
+    browser.js("document.querySelector('#message textarea').focus()")
+    browser.press_enter()
+    browser.wait_for("!!document.querySelector('#message button.stop-button')", timeout=30, what="the stop button")
+    browser.click("#message button.stop-button")
+    browser.wait_for("!document.querySelector('#message button.stop-button') && "
+                     "!!document.querySelector('#message button.submit-button')", timeout=30,
+                     what="the send arrow back after Stop")
+    audio_rows = _wait(lambda: _rows_since(started, channel="ui", modality="audio"), 60,
+                       "the stopped voice message's row")
+    assert "password" in audio_rows[0].text.lower()

@@ -1,0 +1,91 @@
+"""`POST /api/v1/chat` and friends against the running app: happy path, bad input (4xx JSON, never 500)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.ui.conftest import request_row
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def api(app_server):
+    with httpx.Client(base_url=app_server.url, timeout=60) as client:
+        yield client
+
+
+def test_chat_happy_path_has_the_documented_shape(api):
+    response = api.post("/api/v1/chat", json={"message": "How do I reset my password?", "user_id": "u-1"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms",
+                         "degraded", "fallback", "session_id"}
+    assert "password" in body["answer"].lower() and body["session_id"]
+    row = request_row(body["request_id"])
+    assert row.channel == "api" and row.user_id == "u-1"
+
+    again = api.post("/api/v1/chat", json={"message": "thanks, and returns?", "session_id": body["session_id"]})
+    assert again.status_code == 200 and again.json()["session_id"] == body["session_id"]
+
+
+@pytest.mark.parametrize("payload, status, says", [
+    ({"message": ""}, 422, "Please type a question"),
+    ({"message": "   \n\t "}, 422, "Please type a question"),
+    ({"message": "x" * 50_000}, 413, "50,000 characters"),
+])
+def test_guarded_messages_are_4xx_and_logged(api, payload, status, says):
+    response = api.post("/api/v1/chat", json=payload)
+    assert response.status_code == status
+    body = response.json()
+    assert says in body["error"] and request_row(body["request_id"]).route == "guard"
+
+
+@pytest.mark.parametrize("content, status, says", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"", 400, "empty request body"),
+    (b"[1, 2]", 422, "must be a JSON object"),
+    (b'{"text": "hi"}', 422, "message: is required"),
+    (b'{"message": 42}', 422, "message: must be a string"),
+    (b'{"message": "hi", "session_id": ["a"]}', 422, "session_id: must be a string"),
+    (b"\x80\x81 garbage", 400, "not UTF-8"),
+    (b'{"message": "' + b"a" * 1_100_000 + b'"}', 413, "larger than"),
+])
+def test_malformed_bodies_are_4xx_json(api, content, status, says):
+    response = api.post("/api/v1/chat", content=content, headers={"content-type": "application/json"})
+    assert response.status_code == status, response.text
+    assert says in response.json()["error"]
+
+
+def test_feedback_round_trip_and_bad_feedback(api):
+    from storage.db import session_scope
+    from storage.tables import Feedback
+    from sqlmodel import select
+
+    request_id = api.post("/api/v1/chat", json={"message": "where is my refund"}).json()["request_id"]
+    ok = api.post("/api/v1/feedback", json={"request_id": request_id, "rating": -1, "comment": "too vague"})
+    assert ok.status_code == 200 and ok.json() == {"ok": True, "request_id": request_id}
+    with session_scope() as session:
+        rows = session.exec(select(Feedback).where(Feedback.request_id == request_id)).all()
+    assert [(r.rating, r.comment) for r in rows] == [(-1, "too vague")]
+
+    assert api.post("/api/v1/feedback", json={"request_id": request_id, "rating": 5}).status_code == 422
+    missing = api.post("/api/v1/feedback", json={"request_id": "nope", "rating": 1})
+    assert missing.status_code == 404 and "no answer" in missing.json()["error"]
+
+
+def test_health_and_metrics(api):
+    health = api.get("/healthz").json()
+    assert health["status"] in ("ok", "degraded") and health["ready"] and health["kb_entries"] > 0
+    assert "llm" in health
+    metrics = api.get("/metrics")
+    assert metrics.status_code == 200 and "tandem_requests_total" in metrics.text
+    assert 'tandem_api_responses_total{endpoint="chat",status="200"}' in metrics.text
+
+
+def test_wrong_method_and_unknown_path_are_json(api):
+    wrong = api.get("/api/v1/chat")
+    assert wrong.status_code == 405 and "use POST" in wrong.json()["error"] and wrong.headers["allow"] == "POST"
+    unknown = api.post("/api/v1/chatt", json={"message": "hi"})
+    assert unknown.status_code == 404 and "/api/v1/chatt" in unknown.json()["error"]

@@ -1,0 +1,87 @@
+"""Voice messages to text: real PyAV decoding and real Whisper base on small files (tests/assets)."""
+
+from __future__ import annotations
+
+import wave
+from pathlib import Path
+
+import pytest
+
+from app import media
+from app.media import AttachmentError
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+@pytest.fixture()
+def short_audio_limit(monkeypatch):
+    from tandem.settings import reset_settings
+
+    monkeypatch.setenv("TANDEM_MAX_AUDIO_S", "1")
+    reset_settings()
+    yield
+    monkeypatch.delenv("TANDEM_MAX_AUDIO_S")
+    reset_settings()
+
+
+def _silence(path, seconds: float) -> None:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(16000)
+        out.writeframes(b"\x00\x00" * int(16000 * seconds))
+
+
+@pytest.mark.slow
+def test_whisper_transcribes_the_question():
+    text = media.transcribe(ASSETS / "speech.wav").lower()
+    assert "reset" in text and "password" in text
+
+
+def test_zero_byte_audio():
+    with pytest.raises(AttachmentError, match="empty.wav is empty"):
+        media.load_audio(ASSETS / "empty.wav")
+
+
+def test_unknown_codec_is_refused():
+    with pytest.raises(AttachmentError, match="unknown_codec.wav is not audio I can play"):
+        media.load_audio(ASSETS / "unknown_codec.wav")
+
+
+def test_garbage_named_mp3(tmp_path):
+    fake = tmp_path / "voice.mp3"
+    fake.write_bytes(b"definitely not an mp3 " * 200)
+    with pytest.raises(AttachmentError, match="voice.mp3 is not audio I can play"):
+        media.load_audio(fake)
+
+
+def test_image_named_wav_is_not_audio(tmp_path):
+    renamed = tmp_path / "voice.wav"
+    renamed.write_bytes((ASSETS / "order_text.png").read_bytes())
+    with pytest.raises(AttachmentError, match="voice.wav is not audio I can play"):
+        media.load_audio(renamed)
+
+
+def test_over_long_audio_uses_the_setting(short_audio_limit):
+    with pytest.raises(AttachmentError, match=r"speech.wav is \d s long; voice messages can be at most 1 s"):
+        media.load_audio(ASSETS / "speech.wav")
+
+
+def test_click_length_audio_is_too_short(tmp_path):
+    _silence(tmp_path / "click.wav", 0.1)
+    with pytest.raises(AttachmentError, match="too short"):
+        media.load_audio(tmp_path / "click.wav")
+
+
+def test_decoded_audio_is_16k_mono():
+    audio = media.load_audio(ASSETS / "speech.wav")
+    assert audio.dtype.name == "float32" and audio.ndim == 1
+    assert 1.0 < len(audio) / media.SAMPLE_RATE < 5.0
+
+
+@pytest.mark.slow
+def test_one_message_with_good_and_bad_files():
+    got = media.extract([ASSETS / "speech.wav", ASSETS / "corrupt.png", ASSETS / "empty.wav", "contract.pdf"])
+    assert len(got.heard) == 1 and "password" in got.heard[0].lower() and got.read == []
+    assert [e.split(" ")[0] for e in got.errors] == ["corrupt.png", "empty.wav", "contract.pdf:"]
+    assert got.modality("") == "audio+image" and got.modality("hi") == "text+audio+image"
