@@ -100,4 +100,4 @@ def evaluate(kb_csv: Path, queries_csv: Path, questions_csv: Path | None = None,
     return EvalResult(queries=n, top1=top1 / n, top3=top3 / n,
                       search_p50_ms=float(np.percentile(search_ms, 50)), search_p95_ms=float(np.percentile(search_ms, 95)),
                       end_to_end_p50_ms=float(np.percentile(e2e_ms, 50)), end_to_end_p95_ms=float(np.percentile(e2e_ms, 95)),
-                      kb_answers=len(kb), kb_records=len(kb._snap.index), build_s=build_s, unknown_labels=unknown)
+                      kb_answers=len(kb), kb_records=kb.searchable_records, build_s=build_s, unknown_labels=unknown)

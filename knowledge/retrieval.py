@@ -60,7 +60,6 @@ class _Snapshot:
     records: dict[str, tuple[str, dict]]  # record id -> (document, metadata)
     answers: dict[str, dict]  # answer_id -> answer metadata + "answer" text
     index: HybridIndex
-    record_ids: list[str]
     version: str
 
 
@@ -94,6 +93,11 @@ class KnowledgeBase:
     def __len__(self) -> int:
         return len(self._snap.answers)
 
+    @property
+    def searchable_records(self) -> int:
+        """Texts in the search index (answers, titles, example questions)."""
+        return len(self._snap.index)
+
     def answer_texts(self) -> dict[str, str]:
         return {a: meta["answer"] for a, meta in self._snap.answers.items()}
 
@@ -114,6 +118,9 @@ class KnowledgeBase:
             from tandem.models import embedder
 
             vector = embedder().encode_one(query)
+        elif np.shape(vector)[-1:] != (snap.index.embeddings.shape[1],):
+            raise ValueError(f"vector must be the query's {snap.index.embeddings.shape[1]}-d MiniLM embedding, "
+                             f"got shape {np.shape(vector)}")
         hits = []
         for scored in snap.index.search(query, vector, k=k):
             meta = snap.answers[scored.answer_id]
@@ -252,10 +259,10 @@ class KnowledgeBase:
                        else np.zeros((0, 384), dtype=np.float32))
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
-                                embeddings=vectors, params=self.params)
+                                embeddings=vectors, params=self.params,
+                                support=[got["metadatas"][i].get("kind") == "question" for i in keep])
             version = _content_version(records)
-            self._snap = _Snapshot(records=records, answers=answers, index=index,
-                                   record_ids=[got["ids"][i] for i in keep], version=version)
+            self._snap = _Snapshot(records=records, answers=answers, index=index, version=version)
             if store.stored_version(self._client, self.collection_name) != version:
                 store.write_version(self._collection, version)
             self._checked_at = time.monotonic()

@@ -86,6 +86,11 @@ def open_client(path: Path | None = None, url: str = ""):
     except OSError as exc:
         raise TandemError(f"cannot open the Chroma store at {path} ({exc.strerror}). "
                           "Fix: check TANDEM_HOME is writable") from None
+    except Exception as exc:  # chromadb raises its own errors for a corrupt or foreign chroma.sqlite3
+        reason = " ".join(str(exc).split())[:160] or exc.__class__.__name__
+        raise TandemError(f"the Chroma store at {path} is damaged ({reason}). Fix: move it away "
+                          f"(mv {path} {path}.broken) and rebuild it: `tandem init` for the demo knowledge base, "
+                          "or `tandem kb ingest <your files>`") from None
 
 
 def open_collection(client, name: str):
