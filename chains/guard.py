@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -34,3 +35,26 @@ def check_input(text: str | None, max_chars: int) -> GuardResult:
         return GuardResult("", "Your message contains unreadable characters. Please retype it as plain text.",
                            f"{controls} control characters")
     return GuardResult(cleaned)
+
+
+# Knowledge-base text is shown to customers (small tier) and put in the LLM prompt. A planted sentence
+# that addresses the assistant ("ignore previous instructions ...") is an injection, never an answer.
+_PLANTED_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\b[^.!?\n]{0,40}\b(?:instructions?|rules|prompts?|guidelines)\b"
+    r"|\b(?:reveal|print|show|repeat|output|leak)\b[^.!?\n]{0,30}\bsystem\s*prompt\b"
+    r"|\bsystem\s+(?:notice|override|message|prompt)\s*:"
+    r"|\byou\s+are\s+now\b|\bfrom\s+now\s+on\b[^.!?\n]{0,30}\b(?:reply|answer|respond|say)\b"
+    r"|<\|im_(?:start|end)\|>",
+    re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def strip_planted_instructions(text: str) -> str:
+    """The text without sentences that give the assistant orders; unchanged when there are none."""
+    if not _PLANTED_INSTRUCTION.search(text):
+        return text
+    lines = []
+    for line in text.split("\n"):
+        kept = [s for s in _SENTENCE_END.split(line) if not _PLANTED_INSTRUCTION.search(s)]
+        lines.append(" ".join(kept))
+    return "\n".join(lines).strip()

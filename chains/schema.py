@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 Route = Literal["guard", "cache", "tool", "small", "llm"]
 
@@ -17,6 +18,23 @@ class ChatRequest(BaseModel):
     modality: str = "text"                    # text, or e.g. "text+image", "audio"
     extracted: list[str] = Field(default_factory=list)  # text read from attachments (OCR, speech), shown to users
     attachment_errors: list[str] = Field(default_factory=list)  # clear messages for files we could not read
+
+    @field_validator("message", "session_id", "user_id", "extracted", mode="after")
+    @classmethod
+    def _no_lone_surrogates(cls, value):
+        # JSON may carry "\ud800"; such a string cannot be encoded as UTF-8, so the tokenizer and the
+        # request log would fail on it (and a row that can never be written would stall the log backlog).
+        if isinstance(value, list):
+            return [_valid_unicode(v) for v in value]
+        return _valid_unicode(value)
+
+
+def _valid_unicode(text: str) -> str:
+    """Lone surrogates become U+FFFD (which the guard drops); everything else is unchanged."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace") if _SURROGATE.search(text) else text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Source(BaseModel):

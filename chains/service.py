@@ -178,8 +178,10 @@ class TandemService:
                     else:
                         known.updated_at = utcnow()
                         session.add(known)
-                    session.add(row)
-                    session.add_all(extra)
+                    # Fresh copies on every try: after a failed commit SQLAlchemy may keep the objects as
+                    # "persistent" with a primary key, and re-adding them would then silently insert nothing.
+                    session.add(_fresh(row))
+                    session.add_all([_fresh(item) for item in extra])
                     session.commit()
             except Exception as exc:  # locked, read-only or full database: keep the row, tell operators
                 self.log_failures += 1
@@ -218,6 +220,12 @@ class TandemService:
                 "log_backlog": len(self._backlog), "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error,
                 "llm": self.chain.llm.status() if self.chain.llm is not None else None}
+
+
+def _fresh(item: Any) -> Any:
+    """A new, unattached copy of a row; a message's autoincrement id is left for the database to assign."""
+    values = item.model_dump(exclude={"id"} if isinstance(item, ChatMessage) else set())
+    return type(item).model_validate(values)
 
 
 def _scrub_trace(trace: list[dict[str, Any]], scrub) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from chains.guard import strip_planted_instructions
 from chains.pii import order_ids
 
 _PLACEHOLDER = re.compile(r"\{order_id\}")
@@ -59,7 +60,7 @@ def draft_answer(query: str, hits: Sequence[Any]) -> Draft:
     if not hits:
         return Draft(NO_ANSWER, [], 0.0)
     top = hits[0]
-    text = fill_template(top.answer, query)
+    text = fill_template(strip_planted_instructions(top.answer), query)
     sources = [{"answer_id": top.answer_id, "title": top.title or top.answer_id, "score": round(top.score, 4)}]
     # A close runner-up about something else is worth a pointer, not a merge.
     if len(hits) > 1 and hits[1].score >= top.score - 0.03 and hits[1].answer_id != top.answer_id:
@@ -77,7 +78,8 @@ def draft_quality(kb_top: float, kb_margin: float, p_llm: float, cover: float) -
 
 
 def context_block(hits: Sequence[Any], limit: int = 3) -> str:
-    lines = [f"[{i + 1}] {h.title or h.answer_id}: {h.answer}" for i, h in enumerate(hits[:limit])]
+    lines = [f"[{i + 1}] {h.title or h.answer_id}: {strip_planted_instructions(h.answer)}"
+             for i, h in enumerate(hits[:limit])]
     return "\n".join(lines) or "(no relevant help-center entry)"
 
 

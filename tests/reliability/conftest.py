@@ -1,0 +1,170 @@
+"""Reliability fixtures: one real app (`tandem serve` subprocess) for the whole package, in its own TANDEM_HOME.
+
+Before the app starts, the demo knowledge base and a document with a planted prompt injection are
+ingested with the real CLI (`tandem kb ingest`). The LLM tier points at a closed port, so LLM-bound
+messages take the fallback path quickly; LLM faults are tested in-process in test_faults_llm.py.
+Request rows are counted straight from the app's SQLite file, independent of the app's own code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO, VENV_BIN, run_cli
+from tests.reliability.corpus.generate import INJECTION_DOC
+from tests.ui.conftest import RunningApp, free_port
+
+UPLOAD_LIMIT_MB = 1
+START_TIMEOUT_S = 300
+DEMO = REPO / "knowledge" / "demo"
+
+
+@dataclass
+class ReliabilityApp:
+    url: str
+    home: Path
+    running: RunningApp
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "tandem.db"
+
+    def count_rows(self, table: str = "requests") -> int:
+        with sqlite3.connect(self.db_path, timeout=30) as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+    def row(self, request_id: str) -> dict | None:
+        with sqlite3.connect(self.db_path, timeout=30) as conn:
+            conn.row_factory = sqlite3.Row
+            found = conn.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
+        return dict(found) if found else None
+
+    def health(self) -> dict:
+        return httpx.get(f"{self.url}/healthz", timeout=30).json()
+
+    def wait_log_flushed(self, timeout: float = 30) -> dict:
+        """The app writes rows synchronously; this only waits out a backlog left by an earlier fault."""
+        deadline = time.monotonic() + timeout
+        while True:
+            health = self.health()
+            if not health.get("log_backlog") or time.monotonic() > deadline:
+                return health
+            time.sleep(0.5)
+
+    def alive(self) -> bool:
+        return self.running.process.poll() is None
+
+
+def app_env(home: Path, **extra: str) -> dict[str, str]:
+    return {**os.environ, "TANDEM_HOME": str(home), "TANDEM_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
+            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False",
+            "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0",
+            "TANDEM_LLM_TIMEOUT_S": "2",
+            # The corpus and the soak are floods from one client; the limit itself is tested in test_access.py.
+            "TANDEM_RATE_LIMIT_PER_MIN": "0", **extra}
+
+
+def start_app(home: Path, log: Path, env: dict[str, str]) -> RunningApp:
+    port = free_port()
+    with log.open("w") as out:
+        process = subprocess.Popen([str(VENV_BIN / "tandem"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    app = RunningApp(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"tandem serve exited with {process.returncode}:\n{app.tail()}")
+        try:
+            if httpx.get(f"{app.url}/healthz", timeout=2).json().get("ready"):
+                return app
+        except (httpx.HTTPError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            stop_app(app)
+            pytest.fail(f"tandem serve not ready after {START_TIMEOUT_S} s:\n{app.tail()}")
+        time.sleep(0.5)
+
+
+def stop_app(app: RunningApp) -> None:
+    try:
+        os.killpg(app.process.pid, signal.SIGTERM)
+        app.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(app.process.pid, signal.SIGKILL)
+        app.process.wait()
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def reliability_app(tmp_path_factory) -> ReliabilityApp:
+    home = tmp_path_factory.mktemp("reliability-home")
+    env = app_env(home)
+    ingest = run_cli("kb", "ingest", "--no-progress", str(DEMO / "answers.csv"), str(DEMO / "questions.csv"),
+                     str(INJECTION_DOC), env={"TANDEM_HOME": str(home)})
+    assert ingest.returncode == 0, ingest.stderr[-2000:]
+    running = start_app(home, tmp_path_factory.mktemp("reliability-log") / "serve.log", env)
+    yield ReliabilityApp(running.url, home, running)
+    stop_app(running)
+
+
+@pytest.fixture(scope="session")
+def api(reliability_app):
+    with httpx.Client(base_url=reliability_app.url, timeout=120) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def gradio(reliability_app):
+    from gradio_client import Client
+
+    return Client(reliability_app.url + "/", verbose=False)
+
+
+# --- in-process service for the fault tests -------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def small_kb(tmp_path_factory, db):
+    """A real Chroma KB in a temp folder with a handful of demo answers (cheap to embed)."""
+    import csv
+
+    from knowledge.retrieval import KnowledgeBase
+
+    folder = tmp_path_factory.mktemp("small-kb")
+    with (DEMO / "answers.csv").open(newline="", encoding="utf-8") as source:
+        rows = list(csv.DictReader(source))[:6]
+    answers = folder / "answers.csv"
+    with answers.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    kb = KnowledgeBase(path=folder / "chroma")
+    kb.ingest([answers], progress=False)
+    return kb
+
+
+def session_rows() -> int:
+    """Rows in `requests` of the database the in-process service writes to (TANDEM_DATABASE_URL or home)."""
+    from sqlalchemy import func
+    from sqlmodel import select
+
+    from storage.db import session_scope
+    from storage.tables import RequestLog
+
+    with session_scope() as session:
+        return session.exec(select(func.count()).select_from(RequestLog)).one()
+
+
+def make_service(kb, llm=None):
+    from chains.service import TandemService
+
+    return TandemService(kb=kb, llm=llm, use_llm=llm is not None)

@@ -1,0 +1,67 @@
+"""Personal data: masked in the request log (and so in the console), never shared across users by the
+cache, and orders shown to their owner only (alice owns NW-104233 in knowledge/demo/orders.csv)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chains.schema import ChatRequest
+from tests.reliability.conftest import make_service
+
+pytestmark = pytest.mark.slow
+
+PERSONAL = "My email is carol.smith@example.com, phone +1 415 555 0134, order NW-105390. How do I reset my password?"
+RAW_VALUES = ("carol.smith@example.com", "415 555 0134", "NW-105390")
+
+
+def test_personal_data_is_masked_in_the_log(reliability_app, api):
+    body = api.post("/api/v1/chat", json={"message": PERSONAL, "user_id": "carol"}).json()
+    row = reliability_app.row(body["request_id"])
+    stored = row["text"] + row["answer"] + row["trace"]
+    assert "[email]" in row["text"] and "[phone]" in row["text"] and "[order]" in row["text"]
+    assert not any(value in stored for value in RAW_VALUES), stored[:400]
+
+
+def test_masking_can_be_turned_off(monkeypatch, small_kb):
+    from storage.db import session_scope
+    from storage.tables import RequestLog
+    from tandem.settings import reset_settings
+
+    monkeypatch.setenv("TANDEM_MASK_PII", "false")
+    reset_settings()
+    try:
+        response = make_service(small_kb).answer(ChatRequest(message=PERSONAL, user_id="carol", channel="api"))
+    finally:
+        monkeypatch.delenv("TANDEM_MASK_PII")
+        reset_settings()
+    with session_scope() as session:
+        row = session.get(RequestLog, response.request_id)
+    assert all(value in row.text for value in RAW_VALUES)
+
+
+def test_cache_never_serves_one_users_personal_answer_to_another(api):
+    def ask(message: str, user: str) -> dict:
+        response = api.post("/api/v1/chat", json={"message": message, "user_id": user})
+        assert response.status_code == 200
+        return response.json()
+
+    # Control: an impersonal question is cached and served to the next user (so the cache is on).
+    general = "What payment methods do you accept for online orders?"
+    ask(general, "alice")
+    assert ask(general, "bob")["route"] == "cache"
+    # A message with personal data is neither stored nor served, even word for word.
+    personal = "I am alice@example.com, what payment methods do you accept for online orders?"
+    first = ask(personal, "alice")
+    second = ask(personal, "bob")
+    assert first["route"] != "cache" and second["route"] != "cache"
+
+
+def test_order_tool_shows_an_order_to_its_owner_only(api):
+    def ask(user: str) -> dict:
+        return api.post("/api/v1/chat", json={"message": "Where is my order NW-104233?", "user_id": user}).json()
+
+    bob, alice, anonymous, bob_again = ask("bob"), ask("alice"), ask(""), ask("bob")
+    assert alice["route"] == "tool" and "shipped" in alice["answer"] and "JD014600003828473621" in alice["answer"]
+    for other in (bob, anonymous, bob_again):
+        assert other["route"] == "tool" and "can't find order NW-104233" in other["answer"]
+        assert "shipped" not in other["answer"] and "JD0146" not in other["answer"]
