@@ -19,18 +19,30 @@ def register(cli: typer.Typer) -> None:
     cli.add_typer(router_cli, name="router")
 
 
-def ask(text: str = typer.Argument(..., help="The customer's message."),
+def ask(text: str = typer.Argument(None, help="The customer's message."),
         user: str = typer.Option("", "--user", help="User id (the order tool shows only this user's orders)."),
         session: str = typer.Option("", "--session", help="Session id, for conversation memory."),
-        as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        file: Path = typer.Option(None, "--file", exists=True, dir_okay=False,
+                                  help="Answer every line of this file, one message each (one JSON line each).")
+        ) -> None:
     """Answer one message through the full chain (logged like any other request)."""
     from chains.schema import ChatRequest
     from chains.service import get_service
     from tandem.bootstrap import bootstrap
 
+    if (text is None) == (file is None):
+        raise typer.BadParameter("give either TEXT or --file")
     for _ in bootstrap(seed=True):
         pass
-    response = get_service().answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
+    service = get_service()
+    if file is not None:
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                response = service.answer(ChatRequest(message=line, user_id=user, session_id=session, channel="cli"))
+                typer.echo(json.dumps(response.public(), ensure_ascii=False))
+        return
+    response = service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
     if as_json:
         typer.echo(json.dumps(response.public(), ensure_ascii=False))
         return

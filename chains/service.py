@@ -20,7 +20,7 @@ from chains.cache import ResponseCache
 from chains.ratelimit import RateLimiter
 from chains.pii import mask
 from chains.router_chain import RouterChain, Turn, timed
-from chains.routers.base import get_router
+from chains.routers.base import active_artifact_path, get_router, reload_routers
 from chains.rules import RuleBook
 from chains.schema import ChatRequest, ChatResponse
 from storage.db import session_scope
@@ -47,13 +47,33 @@ class TandemService:
         self.chain = RouterChain(kb=self.kb, router=router or get_router(), embed=embedder().encode_one,
                                  cache=self.cache, rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
         self.rate_limiter = RateLimiter(settings.rate_limit_per_min)
+        self._router_file = self._router_stamp()
+        self._router_checked = time.monotonic()
         self._backlog: deque[tuple[RequestLog, list[Any]]] = deque(maxlen=100_000)
         self._log_lock = threading.Lock()
         self.log_failures = 0
         self.last_log_error = ""
 
     # --- answering ----------------------------------------------------------------------------------
+    @staticmethod
+    def _router_stamp() -> tuple[str, float]:
+        path = active_artifact_path()
+        return str(path), path.stat().st_mtime if path.exists() else 0.0
+
+    def _maybe_reload_router(self) -> None:
+        """A router promoted in the console (another process) goes live here within seconds, no restart."""
+        now = time.monotonic()
+        if now - self._router_checked < 5.0:
+            return
+        self._router_checked = now
+        stamp = self._router_stamp()
+        if stamp != self._router_file:
+            reload_routers()
+            self.chain.router = get_router(self.chain.router.name)
+            self._router_file = stamp
+
     def _start(self, request: ChatRequest) -> Turn:
+        self._maybe_reload_router()
         if not request.session_id:
             request = request.model_copy(update={"session_id": new_id()})
         turn = Turn(request=request, thresholds=live_settings(), history=self.history(request.session_id))

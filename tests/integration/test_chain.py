@@ -138,3 +138,29 @@ def test_route_batch_output_format(tmp_path):
     assert records[0]["route"] == "small" and records[0]["answer_id"] == "shipping_times"
     assert records[1]["route"] == "tool"
     assert records[2]["route"] == "llm" and 0.0 <= records[2]["p_llm"] <= 1.0
+
+
+def test_router_registry_and_promotion_goes_live_without_restart(service, tandem_home):
+    from chains.routers.base import ROUTER_CLS, RouteContext, SHIPPED_ARTIFACT, get_router
+    from chains.routers.training import promote
+
+    for name in ("similarity", "learned", "combined"):
+        assert 0.0 <= get_router(name).score("how do I return an item", RouteContext()) <= 1.0
+    assert set(ROUTER_CLS) >= {"similarity", "learned", "combined"}
+    with pytest.raises(KeyError):
+        get_router("no-such-router")
+
+    artifact = json.loads(SHIPPED_ARTIFACT.read_text())
+    artifact["combined"]["intercept"] = 50.0  # a candidate that sends everything to the LLM
+    candidate = tandem_home / "router" / "candidate.json"
+    candidate.parent.mkdir(parents=True, exist_ok=True)
+    candidate.write_text(json.dumps(artifact))
+    live = promote(candidate)
+    try:
+        service._router_checked = 0.0  # skip the 5 s poll interval
+        response = ask(service, "How long does standard shipping take to arrive?", session="promo")
+        assert response.scores["p_llm"] > 0.99
+    finally:
+        live.unlink()
+        service._router_checked = 0.0
+    assert ask(service, "how many days is standard delivery", session="promo2").scores["p_llm"] < 0.5
