@@ -1,0 +1,147 @@
+"""Shared bench helpers: run sizes (full vs quick), percentiles, machine facts and the isolated environment."""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+SEED = 13
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much traffic each section sends. `quick` is a ~3 minute smoke run; full must stay under 15 min."""
+
+    routing_queries: int
+    cache_repeats: int
+    profile_queries: int
+    per_bot_limit: int | None         # HINT3 test queries per bot (None = all)
+    bitext_limit: int | None          # Bitext test queries (None = all)
+    bitext_kb_questions: int | None   # Bitext train paraphrases in the KB (None = all)
+    tau_limit: int | None             # tau-bench test instructions (None = all)
+    llm_sample_calls: int
+    http_per_route: int
+    http_llm_calls: int
+    level_seconds: float
+    routing_budget_s: float
+    profile_budget_s: float
+    llm_budget_s: float
+    embed_budget_s: float             # section 3 shrinks its samples when the KBs would take longer to embed
+    levels: tuple[int, ...] = (1, 8, 32, 64)
+
+
+FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
+             bitext_kb_questions=None, tau_limit=None, llm_sample_calls=24, http_per_route=100, http_llm_calls=5,
+             level_seconds=10.0, routing_budget_s=200.0, profile_budget_s=90.0,
+             llm_budget_s=150.0, embed_budget_s=180.0)
+QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bot_limit=120, bitext_limit=250,
+              bitext_kb_questions=1200, tau_limit=40, llm_sample_calls=4, http_per_route=30, http_llm_calls=2,
+              level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
+              llm_budget_s=30.0, embed_budget_s=30.0)
+
+
+def rng() -> random.Random:
+    return random.Random(SEED)
+
+
+def pct(values: Iterable[float], *qs: float) -> dict[str, float | None]:
+    """{"p50": .., "p95": .., ...} in the values' unit, rounded; None when there is nothing to measure."""
+    data = np.asarray([v for v in values if v is not None], dtype=float)
+    out: dict[str, float | None] = {}
+    for q in qs or (50, 95, 99):
+        out[f"p{q:g}"] = round(float(np.percentile(data, q)), 3) if data.size else None
+    out["n"] = int(data.size)
+    return out
+
+
+def mean(values: Iterable[float]) -> float | None:
+    data = [v for v in values if v is not None]
+    return round(float(np.mean(data)), 3) if data else None
+
+
+def machine_info() -> dict:
+    """What a reader needs to judge the numbers: cores, CPU, RAM, versions, and how busy the box was."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram_gib = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                ram_gib = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    try:
+        import torch
+
+        torch_version = torch.__version__
+        torch_threads = torch.get_num_threads()
+    except Exception:  # the bench still reports when torch is broken; the sections then fail on their own
+        torch_version, torch_threads = "unavailable", None
+    return {"cores": os.cpu_count(), "cpu": cpu or platform.processor() or "unknown", "ram_gib": ram_gib,
+            "python": platform.python_version(), "torch": torch_version, "torch_threads": torch_threads,
+            "platform": platform.platform(), "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
+
+
+def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
+    """Point this process at a throw-away TANDEM_HOME (the in-process parts) and fix the knobs the bench needs.
+
+    Converted models are reused from the user's model folder, so the bench never converts twice. Must run
+    before anything reads the settings; returns the homes (in-process, app) and the model folder.
+    """
+    from tandem.models import model_path
+    from tandem.settings import get_settings, reset_settings
+
+    model_dir = get_settings().models_dir
+    try:
+        model_path("smollm2")
+    except Exception:
+        from tandem.models import prepare_smollm2
+
+        prepare_smollm2()
+    homes = {"inproc": root / "inproc", "app": root / "app", "models": model_dir, "logs": root / "logs"}
+    for key in ("inproc", "app", "logs"):
+        homes[key].mkdir(parents=True, exist_ok=True)
+    os.environ.update({
+        "TANDEM_HOME": str(homes["inproc"]), "TANDEM_MODEL_DIR": str(model_dir),
+        "TANDEM_DATABASE_URL": "", "TANDEM_CHROMA_URL": "", "TANDEM_API_TOKEN": "",
+        "TANDEM_LLM_URL": f"http://127.0.0.1:{llm_port}/v1", "TANDEM_LLM_MODEL": "",
+        "TANDEM_LLM_MAX_TOKENS": str(max_tokens),
+        # The load generator is one user hammering the API; a per-user limit would measure the limiter.
+        "TANDEM_RATE_LIMIT_PER_MIN": "100000000",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+    })
+    reset_settings()
+    return homes
+
+
+def app_env(homes: dict[str, Path]) -> dict[str, str]:
+    """Environment of the app subprocess: same knobs, its own home (two processes must not share Chroma)."""
+    return {**os.environ, "TANDEM_HOME": str(homes["app"]), "PYTHONUNBUFFERED": "1"}
+
+
+class Clock:
+    """Elapsed wall time per bench section, for the report and the 15-minute budget."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.sections: dict[str, float] = {}
+
+    def lap(self, name: str, since: float) -> None:
+        self.sections[name] = round(self.sections.get(name, 0.0) + time.perf_counter() - since, 1)
+
+    @property
+    def total(self) -> float:
+        return round(time.perf_counter() - self.start, 1)

@@ -1,0 +1,257 @@
+"""`make bench` (`python -m bench.run [--quick]`): every measurement in one run, side by side.
+
+1. routing overhead per stage, in process, over the demo KB;  2. end-to-end latency per route through a real
+`tandem serve` wired to a real `LLMServer`;  3. hybrid vs always-LLM vs always-small on HINT3 and Bitext +
+tau-bench;  4. throughput at 1/8/32/64 clients with the app's memory;  5. cold start. Also one pyinstrument
+profile of the hot path. Writes reports/bench.json, reports/profile.txt and the README bench section.
+Targets are printed next to the measurements, never asserted: a slow run still writes its report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.common import FULL, QUICK, Clock, app_env, isolate, machine_info, rng
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _section(result: dict, name: str, clock: Clock, func, *args):
+    """Run one section; a failure is recorded with one line and the rest of the bench still runs."""
+    log(f"{name} ...")
+    began = time.perf_counter()
+    try:
+        return func(*args)
+    except Exception as exc:  # the report must say which part failed and why, not stop the whole run
+        result.setdefault("errors", {})[name] = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:300]}"
+        log(f"{name} FAILED: {result['errors'][name]}")
+        traceback.print_exc()
+        return None
+    finally:
+        clock.lap(name, began)
+
+
+def small_path_pool(group, cache_similarity: float) -> list[str]:
+    """Bitext test queries the router keeps on the small tier, none closer than the cache threshold to an
+    earlier one, so a "small path" request is not silently served by the semantic cache."""
+    import numpy as np
+
+    from bench.policies import llm_bound
+
+    chosen: list[str] = []
+    vectors: list = []
+    for query, record in zip(group.queries, group.records):
+        text = " ".join(query.text.split())
+        if query.group != "bitext" or record["route"] != "small" or llm_bound(record):
+            continue
+        vector = group.chain.embed(text)
+        if vectors and float(np.max(np.stack(vectors) @ vector)) >= cache_similarity:
+            continue
+        chosen.append(text)
+        vectors.append(vector)
+    return chosen
+
+
+def spare_questions(sizes) -> list[str]:
+    """More fresh FAQ-style messages for the app: Bitext train paraphrases (those left out of a shrunken KB
+    first). They are not pre-routed; the throughput table reports the share actually answered by the path."""
+    from bench.traffic import limited
+    from chains import datasets as ds
+
+    train = ds.bitext("train")
+    in_kb = {q.text for q in limited(train, sizes.bitext_kb_questions)}
+    ordered = [q for q in train if q.text not in in_kb] + [q for q in train if q.text in in_kb]
+    seen: set[str] = set()
+    out = []
+    for query in ordered:
+        key = " ".join(query.text.lower().split())
+        if key not in seen:
+            seen.add(key)
+            out.append(" ".join(query.text.split()))
+    rng().shuffle(out)  # the file is grouped by intent; a slice of one intent would be mostly cache hits
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="~3 minute smoke run with small samples")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench.json", help="JSON report path")
+    parser.add_argument("--no-readme", action="store_true", help="do not rewrite the README bench section")
+    parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary homes and logs")
+    args = parser.parse_args(argv)
+    # SIGTERM (a timeout, Ctrl-C in make) must still stop the servers and write what was measured.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    sizes = QUICK if args.quick else FULL
+    clock = Clock()
+    tmp = Path(tempfile.mkdtemp(prefix="tandem-bench-"))
+
+    from chains.llm.server import free_port
+
+    llm_port, app_port = free_port(), free_port()
+    homes = isolate(tmp, llm_port)
+    result: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
+                    "machine": machine_info()}
+    log(f"{'quick' if args.quick else 'full'} run; temp homes under {tmp}; models from {homes['models']}")
+    llm_server = app = None
+    try:
+        llm_server, app = _run(result, sizes, clock, homes, tmp, llm_port, app_port, args)
+    finally:
+        if app is not None:
+            app.stop()
+        if llm_server is not None:
+            llm_server.stop()
+        result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        result["duration_s"] = clock.total
+        result["section_s"] = clock.sections
+        _write(result, args)
+        if args.keep_tmp:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    log(f"done in {clock.total} s; report {args.out}")
+    return 1 if result.get("errors") else 0
+
+
+def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
+    from bench import http_load, policies, routing
+    from chains.llm.server import LLMServer
+    from tandem.bootstrap import bootstrap
+    from tandem.settings import get_settings
+
+    settings = get_settings()
+    for line in bootstrap(seed=True):
+        log("  " + line)
+
+    # 1. Routing overhead per stage, then the profile, before any server competes for the cores.
+    from chains.service import TandemService
+
+    service = _section(result, "routing", clock, lambda: TandemService(use_llm=False))
+    timings = _section(result, "routing", clock, routing.run_routing, service, sizes, log) if service else None
+    if timings:
+        result["routing"] = {k: v for k, v in timings.items() if not k.startswith("_")}
+        result["routing_overhead_ms"] = {k: timings["routing_overhead_ms"][k] for k in ("p50", "p95", "p99")}
+        log(f"  routing overhead p50 {timings['routing_overhead_ms']['p50']} ms, "
+            f"p95 {timings['routing_overhead_ms']['p95']} ms, p99 {timings['routing_overhead_ms']['p99']} ms")
+        profile = _section(result, "profile", clock, routing.run_profile, service, sizes,
+                           ROOT / "reports" / "profile.txt", log)
+        if profile:
+            result["profile"] = profile
+    del service
+    gc.collect()
+
+    # The LLM server loads (unmeasured) while section 3 builds its knowledge bases.
+    llm_server = LLMServer(port=llm_port, log_path=homes["logs"] / "llm-server.log")
+    llm_server.start(wait=False)
+
+    # 3. Hybrid vs always-LLM vs always-small.
+    fitted = _section(result, "policies", clock, policies.fit_sizes, sizes, log)
+    policy_sizes, result["policy_sizes"] = fitted if fitted else (sizes, {})
+    groups = _section(result, "policies", clock, policies.build_groups, policy_sizes, tmp / "kbs",
+                      homes["app"] / "chroma", log)
+    small_pool: list[str] = []
+    llm_pool: list[str] = []
+    if groups:
+        _section(result, "policies", clock, policies.route_groups, groups, log)
+        bitext = groups[-1]
+        small_pool = small_path_pool(bitext, settings.cache_similarity) + spare_questions(policy_sizes)
+        llm_pool = [" ".join(q.text.split()) for q, r in zip(bitext.queries, bitext.records)
+                    if r["route"] == "llm" and not r["rewrite"]]
+        rng().shuffle(llm_pool)
+        log(f"  app traffic: {len(small_pool)} small-path messages, {len(llm_pool)} LLM-path messages")
+        ready = _section(result, "llm_server", clock, _wait_llm, llm_server)
+        sampled = _section(result, "llm_sample", clock, policies.sample_llm_calls, groups, sizes.llm_sample_calls,
+                           sizes.llm_budget_s, llm_server, log) if ready else None
+        calls, result["llm_server_events"] = sampled if sampled else (None, {})
+        if calls and timings:
+            report = _section(result, "policies", clock, policies.compare, groups, calls, timings["_small_totals"],
+                              timings["_pre_llm"], settings.llm_price_per_1k_tokens)
+            if report:
+                result["policies"] = report
+                result["hybrid_vs_always_llm"] = report["all"]["hybrid_vs_always_llm"]
+                log(f"  hybrid vs always-LLM: {result['hybrid_vs_always_llm']}")
+    del groups
+    gc.collect()
+
+    # 5. Cold start, then 2. end-to-end per route.
+    app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
+    started = _section(result, "cold_start", clock, app.start)
+    if started is None:
+        return llm_server, app
+    result["cold_start_s"] = app.cold_start_s
+    result["rss_after_start_mib"] = app.rss_mib()
+    log(f"  cold start {app.cold_start_s} s, rss {result['rss_after_start_mib']}")
+    warm_n = min(24, len(small_pool))
+    candidates, small_pool = small_pool[:warm_n], small_pool[warm_n:]
+    per_route_small, small_pool = small_pool[:sizes.http_per_route], small_pool[sizes.http_per_route:]
+    cache_warm = _section(result, "end_to_end", clock, http_load.cacheable_set, app,
+                          candidates or ["How do I return an item?"]) or []
+    if not llm_server.alive():
+        result.setdefault("llm_server_events", {}).setdefault("stopped_before_end_to_end", True)
+        _section(result, "end_to_end", clock, _restart_llm, llm_server)
+    e2e = _section(result, "end_to_end", clock, http_load.per_route, app, per_route_small,
+                   cache_warm or candidates, llm_pool[:sizes.http_llm_calls], sizes, log)
+    if e2e:
+        result["end_to_end"] = {"routes": e2e, "kb": "Bitext (kb_answers + train questions)",
+                                "cache_messages": len(cache_warm),
+                                "llm": f"transformers serve SmolLM2-135M on CPU, max_tokens {settings.llm_max_tokens}"}
+        result["cache_hit_ms"] = {"p50": e2e["cache"]["server_ms"]["p50"], "p50_http": e2e["cache"]["http_ms"]["p50"]}
+        result["small_answer_ms"] = {"p50": e2e["small"]["server_ms"]["p50"],
+                                     "p50_http": e2e["small"]["http_ms"]["p50"]}
+    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
+
+    # 4. Throughput and memory.
+    levels = _section(result, "throughput", clock, http_load.throughput, app, small_pool, cache_warm or candidates,
+                      sizes, log)
+    if levels:
+        result["concurrency"] = levels
+        result["concurrency_note"] = (f"thread clients in the bench process, one connection each, "
+                                      f"{sizes.level_seconds:.0f} s per level or until the level's slice of "
+                                      "fresh small-path messages ran out")
+    result["rss_mib"] = round(max(app.rss_samples_mib), 1) if app.rss_samples_mib else None
+    result["rss_peak_mib"] = app.rss_mib().get("peak_rss_mib")
+    return llm_server, app
+
+
+def _restart_llm(server) -> None:
+    log("  the LLM server is not running (stopped from outside?); starting it again")
+    server.start(wait=True, timeout=240)
+
+
+def _wait_llm(server) -> bool:
+    server.wait_ready(timeout=300)
+    server.warm_up()
+    return True
+
+
+def _write(result: dict, args) -> None:
+    from bench.report import markdown, targets, update_readme
+
+    result["targets"] = targets(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = args.out.with_suffix(".json.tmp")
+    partial.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    partial.replace(args.out)
+    for row in result["targets"]:
+        flag = {True: "ok  ", False: "MISS", None: "n/a "}[row["met"]]
+        log(f"  [{flag}] {row['metric']:34} measured {row['measured']} {row['unit']} (target {row['target']})")
+    if not args.no_readme:
+        update_readme(ROOT / "README.md", markdown(result))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
