@@ -11,8 +11,14 @@ from chains.routers.learned import LearnedRouter
 from chains.routers.similarity import SimilarityRouter
 
 
+# The learned model has never seen most of what customers may ask; far from its training data its logit
+# can be confidently wrong. Clipping it keeps it a vote, not a veto, over the knowledge base's evidence.
+LEARNED_LOGIT_CLIP = 3.0
+
+
 def stack_inputs(learned_logit: float, context: RouteContext) -> list[float]:
-    return [learned_logit, context.kb_top, context.kb_margin]
+    clipped = max(-LEARNED_LOGIT_CLIP, min(LEARNED_LOGIT_CLIP, learned_logit))
+    return [clipped, context.kb_top, context.kb_margin]
 
 
 @register

@@ -24,6 +24,7 @@ import numpy as np
 from chains import datasets as ds
 from chains.datasets import Query
 from chains.routers.base import SHIPPED_ARTIFACT, RouteContext
+from chains.routers.combined import LEARNED_LOGIT_CLIP
 from chains.routers.learned import learned_inputs
 
 
@@ -119,7 +120,7 @@ def fit_learned(learn: list[Query], log) -> dict:
     x = np.stack([learned_inputs(v, q.text, False) for v, q in zip(vectors, learn)])
     y = np.array([q.needs_llm for q in learn])
     mean, scale = x.mean(0), x.std(0) + 1e-6
-    model = LogisticRegression(C=0.5, class_weight="balanced", max_iter=2000).fit((x - mean) / scale, y)
+    model = LogisticRegression(C=0.1, class_weight="balanced", max_iter=2000).fit((x - mean) / scale, y)
     return {"mean": mean.tolist(), "scale": scale.tolist(), "coef": model.coef_[0].tolist(),
             "intercept": float(model.intercept_[0]), "n_train": int(len(y)), "n_positive": int(y.sum())}
 
@@ -154,7 +155,7 @@ def train(out: Path = SHIPPED_ARTIFACT, log: Callable[[str], None] = print,
     platt = LogisticRegression(C=1e4, max_iter=1000).fit(logit[:, None], y)
     learned["platt"] = [float(platt.coef_[0][0]), float(platt.intercept_[0])]
     similarity = LogisticRegression(C=1e4, max_iter=1000).fit(np.c_[top, margin], y)
-    stack_x = np.c_[logit, top, margin]
+    stack_x = np.c_[np.clip(logit, -LEARNED_LOGIT_CLIP, LEARNED_LOGIT_CLIP), top, margin]
     combined = LogisticRegression(C=1e4, max_iter=1000).fit(stack_x, y)
 
     p_comb = combined.predict_proba(stack_x)[:, 1]
