@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+from tandem.readme import update_readme_section
+
 
 
 def _get(data: dict, *path):
@@ -125,13 +126,4 @@ def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:
 
 
 def update_readme(readme: Path, section: str) -> None:
-    """Rewrite only what lies between the bench markers; add the markers at the end when absent."""
-    text = readme.read_text(encoding="utf-8") if readme.exists() else ""
-    block = f"{START}\n{section.strip()}\n{END}"
-    if START in text and END in text and text.index(START) < text.index(END):
-        head, rest = text.split(START, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + block + tail
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
-    readme.write_text(text, encoding="utf-8")
+    update_readme_section("bench", section, readme)

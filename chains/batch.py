@@ -26,8 +26,8 @@ def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id
     turn = chain.route_only.invoke(Turn(request=ChatRequest(message=text, channel="batch"), thresholds=thresholds))
     if turn.done:
         route = turn.route
-    else:
-        route = "llm" if turn.plan == "llm" else "small"
+    else:  # a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it
+        route = "llm" if turn.plan in ("llm", "rewrite") else "small"
     return {"query_id": query_id, "route": route,
             "answer_id": turn.hits[0].answer_id if turn.hits else None,
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,

@@ -63,17 +63,21 @@ class ResponseCache:
             return False, f"personal data ({', '.join(sorted(set(kinds)))}) is never cached"
         return True, ""
 
-    def lookup(self, text: str, vector: np.ndarray, kb_version: str, threshold: float) -> CacheHit | None:
-        ok, _ = self.cacheable(text)
-        if not ok:
+    def lookup_exact(self, text: str, kb_version: str) -> CacheHit | None:
+        """Same words (case and punctuation aside): needs no embedding, so it runs before one is made."""
+        if not self.cacheable(text)[0]:
             return None
-        key, negations = normalise(text), negation_signature(text)
-        now = time.monotonic()
         with self._lock:
-            self._expire(now)
-            exact = self._exact.get((kb_version, key))
-            if exact is not None:
-                return CacheHit(exact.payload, 1.0, "exact", exact.key)
+            self._expire(time.monotonic())
+            exact = self._exact.get((kb_version, normalise(text)))
+        return CacheHit(exact.payload, 1.0, "exact", exact.key) if exact is not None else None
+
+    def lookup(self, text: str, vector: np.ndarray, kb_version: str, threshold: float) -> CacheHit | None:
+        exact = self.lookup_exact(text, kb_version)
+        if exact is not None or not self.cacheable(text)[0]:
+            return exact
+        negations = negation_signature(text)
+        with self._lock:
             if not self._entries:
                 return None
             sims = self._matrix @ vector

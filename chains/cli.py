@@ -105,13 +105,17 @@ def router_info() -> None:
 
 
 def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to write the figures."),
-             limit: int = typer.Option(0, help="Use at most N test queries per set (quick look).")) -> None:
+             limit: int = typer.Option(0, help="Use at most N test queries per set (quick look)."),
+             readme: bool = typer.Option(True, help="Write the table into README.md (full runs only).")) -> None:
     """Routing quality on the test files, thresholds chosen on train/valid (`make eval`)."""
-    from chains.evaluate import run_eval
+    from chains.evaluate import markdown, run_eval
+    from tandem.readme import update_readme_section
 
     report = run_eval(limit=limit or None, log=lambda line: typer.echo(line, err=True))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
+    if readme and not limit:
+        update_readme_section("eval", markdown(report))
     typer.echo(json.dumps(report["summary"], indent=1))
     typer.echo(f"wrote {out}", err=True)
 

@@ -1,24 +1,25 @@
-"""App-side Prometheus metrics (served at GET /metrics): routes, per-stage latency, cache, degrade, fallback."""
+"""App-side Prometheus metrics (served at GET /metrics): routes, per-stage latency, cache, fallback.
+The LLM side (calls, errors, breaker, in-flight, degrade) is in chains/llm/telemetry.py."""
 
 from __future__ import annotations
 
 from prometheus_client import REGISTRY, Counter, Histogram
 
 
-def _get_or_create(kind, name: str, documentation: str, **kwargs):
-    # Re-imports (tests, Streamlit reruns) must not register the same name twice.
+def get_or_create(kind, name: str, documentation: str, **kwargs):
+    """Re-imports (tests, Streamlit reruns) must not register the same name twice; prometheus_client has no
+    public lookup, hence the registry's private map."""
     existing = REGISTRY._names_to_collectors.get(name) or REGISTRY._names_to_collectors.get(f"{name}_total")
     return existing if existing is not None else kind(name, documentation, **kwargs)
 
 
-ROUTES = _get_or_create(Counter, "tandem_requests", "Messages answered, by route.", labelnames=["route"])
-STAGE_LATENCY = _get_or_create(Histogram, "tandem_stage_latency_seconds", "Latency of each chain stage.",
+ROUTES = get_or_create(Counter, "tandem_requests", "Messages answered, by route.", labelnames=["route"])
+STAGE_LATENCY = get_or_create(Histogram, "tandem_stage_latency_seconds", "Latency of each chain stage.",
                                labelnames=["stage"],
                                buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
-CACHE = _get_or_create(Counter, "tandem_cache_lookups", "Cache lookups by result.", labelnames=["result"])
-DEGRADED = _get_or_create(Counter, "tandem_degraded", "LLM-bound messages degraded to the small tier.")
-FALLBACK = _get_or_create(Counter, "tandem_fallback", "LLM failures answered by the small-tier fallback.")
-LOG_WRITE_FAILURES = _get_or_create(Counter, "tandem_log_write_failures", "Request rows that could not be written.")
+CACHE = get_or_create(Counter, "tandem_cache_lookups", "Cache lookups by result.", labelnames=["result"])
+FALLBACK = get_or_create(Counter, "tandem_fallback", "LLM failures answered by the small-tier fallback.")
+LOG_WRITE_FAILURES = get_or_create(Counter, "tandem_log_write_failures", "Request rows that could not be written.")
 
 
 def observe(response, turn) -> None:
@@ -27,7 +28,5 @@ def observe(response, turn) -> None:
         STAGE_LATENCY.labels(stage=stage).observe(ms / 1000.0)
     if any(step["stage"] == "cache" and step["decision"] != "skipped" for step in turn.trace):
         CACHE.labels(result="hit" if turn.cache_hit else "miss").inc()
-    if response.degraded:
-        DEGRADED.inc()
     if response.fallback:
         FALLBACK.inc()

@@ -126,14 +126,20 @@ class RouterChain:
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
-        with timed(turn, "embed"):
-            turn.vector = self.embed(turn.query)
         turn.kb_version = self.kb.version
+        hit = None
+        if self.cache is not None and not follow_up:
+            with timed(turn, "cache"):
+                hit = self.cache.lookup_exact(turn.text, turn.cache_key)
+        if hit is None:
+            with timed(turn, "embed"):
+                turn.vector = self.embed(turn.query)
         if self.cache is None or follow_up:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else "disabled")
             return turn
-        with timed(turn, "cache"):
-            hit = self.cache.lookup(turn.text, turn.vector, turn.cache_key, turn.thresholds.cache_similarity)
+        if hit is None:
+            with timed(turn, "cache"):
+                hit = self.cache.lookup(turn.text, turn.vector, turn.cache_key, turn.thresholds.cache_similarity)
         if hit is None:
             turn.note("cache", "miss", entries=len(self.cache))
             return turn

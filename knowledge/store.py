@@ -81,6 +81,13 @@ def open_client(path: Path | None = None, url: str = ""):
     if path is None:
         raise ValueError("either a path or a url is needed")
     try:
+        if not (path / "chroma.sqlite3").exists():
+            # Chroma caches one system per path; one cached for a folder since deleted would write into
+            # a database without tables ("no such table: acquire_write"). Forget that path's entry only.
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient._identifier_to_system.pop(str(path), None)
+            SharedSystemClient._identifier_to_refcount.pop(str(path), None)
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=settings)
     except OSError as exc:

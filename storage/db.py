@@ -14,7 +14,7 @@ from sqlmodel import Session, SQLModel, create_engine
 
 from storage import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 from tandem.errors import TandemError
-from tandem.settings import get_settings
+from tandem.settings import get_settings, unwritable_reason
 
 
 class StorageError(TandemError):
@@ -41,14 +41,9 @@ def get_engine(url: str | None = None) -> Engine:
         database = parsed.database or ""
         if database and database != ":memory:":
             folder = Path(database).expanduser().resolve().parent
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                probe = folder / ".tandem-write-probe"
-                probe.write_text("ok")
-                probe.unlink()
-            except OSError as exc:
-                raise StorageError(f"cannot write the database folder {folder} ({exc.strerror}). Fix: set "
-                                   "TANDEM_HOME (or TANDEM_DATABASE_URL) to a writable place") from None
+            if reason := unwritable_reason(folder):
+                raise StorageError(f"cannot write the database folder {folder} ({reason}). Fix: set "
+                                   "TANDEM_HOME (or TANDEM_DATABASE_URL) to a writable place")
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:

@@ -122,6 +122,7 @@ class Embedder:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
+        torch.set_num_threads(get_settings().torch_threads)
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         self.model = AutoModel.from_pretrained(str(path)).eval()

@@ -6,14 +6,9 @@ so each collector is looked up in the registry before it is created.
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
-
-def _get_or_create(kind, name: str, documentation: str, **kwargs):
-    existing = REGISTRY._names_to_collectors.get(name)  # no public lookup API in prometheus_client
-    if existing is not None:
-        return existing
-    return kind(name, documentation, **kwargs)
+from chains.metrics import get_or_create as _get_or_create
 
 
 LLM_REQUESTS = _get_or_create(Counter, "tandem_llm_requests_total", "LLM calls by tier and outcome.",
