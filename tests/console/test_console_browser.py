@@ -5,12 +5,8 @@ Saves tests/artifacts/console_overview.png for a human to look at.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,17 +14,13 @@ import urllib.request
 
 import pytest
 
+from chains.llm.server import free_port
+from tests.browser import Browser, chromium_path
 from tests.conftest import REPO, VENV_BIN
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = chromium_path()
 ARTIFACT = REPO / "tests" / "artifacts" / "console_overview.png"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -42,30 +34,6 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.3)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-class DevTools:
-    """A minimal Chrome DevTools Protocol client over one page's websocket."""
-
-    def __init__(self, ws_url: str):
-        import websocket
-
-        self.ws = websocket.create_connection(ws_url, timeout=30, suppress_origin=True)  # Chromium rejects foreign origins
-        self.next_id = 0
-
-    def call(self, method: str, **params):
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv())
-            if message.get("id") == self.next_id:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                return message.get("result", {})
-
-    def js(self, expression: str):
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-        return result.get("result", {}).get("value")
 
 
 @pytest.fixture()
@@ -96,26 +64,14 @@ def console_server(tmp_path):
 
 @pytest.fixture()
 def browser(tmp_path):
-    port = free_port()
-    proc = subprocess.Popen([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                             "--disable-component-update", "--no-first-run", "--disable-sync",
-                             f"--user-data-dir={tmp_path / 'chromium'}", f"--remote-debugging-port={port}",
-                             "--window-size=1440,1700", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        targets = wait_for(lambda: [t for t in json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
-                                    if t.get("type") == "page"], 30, "a Chromium page")
-        tools = DevTools(targets[0]["webSocketDebuggerUrl"])
-        yield tools
-        tools.ws.close()
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
+    chrome = Browser(CHROMIUM, tmp_path / "chromium", free_port())
+    yield chrome
+    chrome.close()
 
 
 def test_overview_in_a_real_browser(console_server, browser):
     browser.call("Emulation.setDeviceMetricsOverride", width=1440, height=1700, deviceScaleFactor=1, mobile=False)
-    browser.call("Page.navigate", url=console_server)
+    browser.open(console_server)
     wait_for(lambda: browser.js("!!document.querySelector('input[type=password]')"), 60, "the sign-in form")
     body = browser.js("document.body.innerText")
     assert "Overview" not in body and "Requests" not in body  # nothing before sign-in
@@ -135,7 +91,4 @@ def test_overview_in_a_real_browser(console_server, browser):
     time.sleep(3)  # let vega finish drawing and the sidebar finish sliding in
     text = browser.js("document.body.innerText")
     assert "400" in text and "not reachable" in text
-    shot = browser.call("Page.captureScreenshot", format="png")
-    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-    ARTIFACT.write_bytes(base64.b64decode(shot["data"]))
-    assert ARTIFACT.stat().st_size > 30_000
+    assert browser.screenshot(ARTIFACT).stat().st_size > 30_000

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlmodel import select
 
-from tests.ui.browser import Browser, chromium_path
+from tests.browser import Browser, chromium_path
 from tests.ui.conftest import ARTIFACTS, ASSETS, free_port
 
 pytestmark = pytest.mark.slow
