@@ -6,7 +6,6 @@ so its output is the calibrated probability that the LLM is needed *for this kno
 
 from __future__ import annotations
 
-from chains.features import message_features
 from chains.routers.base import RouteContext, Router, register, sigmoid
 from chains.routers.learned import LearnedRouter
 from chains.routers.similarity import SimilarityRouter
@@ -17,15 +16,9 @@ from chains.routers.similarity import SimilarityRouter
 LEARNED_LOGIT_CLIP = 3.0
 
 
-STACK_INPUTS = ("learned_logit", "kb_top", "kb_margin", "log_chars", "n_clauses")
-
-
-def stack_inputs(learned_logit: float, kb_top: float, kb_margin: float, query: str) -> list[float]:
-    """Length and clause count enter the stacker directly: a long, multi-part request needs the LLM
-    whatever its topic, and the clipped learned logit alone cannot say so strongly enough."""
+def stack_inputs(learned_logit: float, context: RouteContext) -> list[float]:
     clipped = max(-LEARNED_LOGIT_CLIP, min(LEARNED_LOGIT_CLIP, learned_logit))
-    features = message_features(query)
-    return [clipped, kb_top, kb_margin, features["log_chars"], features["n_clauses"]]
+    return [clipped, context.kb_top, context.kb_margin]
 
 
 @register
@@ -41,5 +34,5 @@ class CombinedRouter(Router):
         params = self.params.get("combined")
         if not params:  # untrained: average the two calibrated views
             return 0.5 * (self.learned.score(query, context) + self.similarity.score(query, context))
-        inputs = stack_inputs(self.learned.raw_logit(query, context), context.kb_top, context.kb_margin, query)
+        inputs = stack_inputs(self.learned.raw_logit(query, context), context)
         return sigmoid(params["intercept"] + sum(w * x for w, x in zip(params["coef"], inputs)))

@@ -24,7 +24,7 @@ import numpy as np
 from chains import datasets as ds
 from chains.datasets import Query
 from chains.routers.base import SHIPPED_ARTIFACT, RouteContext
-from chains.routers.combined import STACK_INPUTS, stack_inputs
+from chains.routers.combined import LEARNED_LOGIT_CLIP
 from chains.routers.learned import learned_inputs
 
 
@@ -155,8 +155,7 @@ def train(out: Path = SHIPPED_ARTIFACT, log: Callable[[str], None] = print,
     platt = LogisticRegression(C=1e4, max_iter=1000).fit(logit[:, None], y)
     learned["platt"] = [float(platt.coef_[0][0]), float(platt.intercept_[0])]
     similarity = LogisticRegression(C=1e4, max_iter=1000).fit(np.c_[top, margin], y)
-    queries = [q for s in scored for q in s.queries]
-    stack_x = np.array([stack_inputs(lg, t, m, q.text) for lg, t, m, q in zip(logit, top, margin, queries)])
+    stack_x = np.c_[np.clip(logit, -LEARNED_LOGIT_CLIP, LEARNED_LOGIT_CLIP), top, margin]
     combined = LogisticRegression(C=1e4, max_iter=1000).fit(stack_x, y)
 
     p_comb = combined.predict_proba(stack_x)[:, 1]
@@ -170,7 +169,7 @@ def train(out: Path = SHIPPED_ARTIFACT, log: Callable[[str], None] = print,
                          "HINT3 (ODbL/DbCL), tau-bench (MIT): train/valid splits only; demo shop FAQ (CC0).",
         "learned": learned,
         "similarity": {"coef": similarity.coef_[0].tolist(), "intercept": float(similarity.intercept_[0])},
-        "combined": {"inputs": list(STACK_INPUTS), "coef": combined.coef_[0].tolist(),
+        "combined": {"inputs": ["learned_logit", "kb_top", "kb_margin"], "coef": combined.coef_[0].tolist(),
                      "intercept": float(combined.intercept_[0])},
         "metrics": metrics,
     }
