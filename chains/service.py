@@ -38,14 +38,14 @@ class TandemService:
 
         settings = get_settings()
         self.settings = settings
-        self.kb = kb or get_kb()
+        self.kb = kb if kb is not None else get_kb()  # an empty KB is falsy (it has __len__)
         if llm is None and use_llm:
             from chains.llm.client import get_llm_client
 
             llm = get_llm_client()
         self.cache = ResponseCache(ttl_s=settings.cache_ttl_s)
-        self.chain = RouterChain(kb=self.kb, router=router or get_router(), embed=embedder().encode_one,
-                                 cache=self.cache, rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
+        router = router if router is not None else get_router()
+        self.chain = RouterChain(kb=self.kb, router=router, embed=embedder().encode_one, cache=self.cache, rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
         self.rate_limiter = RateLimiter(settings.rate_limit_per_min)
         self._router_file = self._router_stamp()
         self._router_checked = time.monotonic()
