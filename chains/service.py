@@ -45,7 +45,8 @@ class TandemService:
             llm = get_llm_client()
         self.cache = ResponseCache(ttl_s=settings.cache_ttl_s)
         router = router if router is not None else get_router()
-        self.chain = RouterChain(kb=self.kb, router=router, embed=embedder().encode_one, cache=self.cache, rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
+        self.chain = RouterChain(kb=self.kb, router=router, embed=embedder().encode_one, cache=self.cache,
+                                 rules=RuleBook(), llm=llm, max_chars=settings.max_message_chars)
         self.rate_limiter = RateLimiter(settings.rate_limit_per_min)
         self._router_file = self._router_stamp()
         self._router_checked = time.monotonic()
