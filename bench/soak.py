@@ -17,7 +17,6 @@ import argparse
 import itertools
 import json
 import os
-import socket
 import sqlite3
 import sys
 import tempfile
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Callable
 
 import httpx
+
+from chains.llm.server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CHAT = "/api/v1/chat"
@@ -45,12 +46,6 @@ TRAFFIC = {
             ("Compare your return policy with other shops and explain which is fairer", ""),
             ("Which of your products would make a good gift for a tea lover under 50 dollars and why?", "")],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _messages() -> itertools.cycle:
@@ -144,11 +139,11 @@ def _start_app(home: Path, llm_url: str | None):
            "GRADIO_ANALYTICS_ENABLED": "False", "TANDEM_API_TOKEN": "",
            # the soak is many customers behind one client: the per-user limit would only measure itself
            "TANDEM_RATE_LIMIT_PER_MIN": "0",
-           "TANDEM_LLM_URL": llm_url or f"http://127.0.0.1:{_free_port()}/v1",
+           "TANDEM_LLM_URL": llm_url or f"http://127.0.0.1:{free_port()}/v1",
            "TANDEM_LLM_RETRIES": "0" if not llm_url else os.environ.get("TANDEM_LLM_RETRIES", "2"),
            "TANDEM_LLM_TIMEOUT_S": "2" if not llm_url else os.environ.get("TANDEM_LLM_TIMEOUT_S", "20")}
     env.setdefault("TANDEM_MODEL_DIR", str(REPO / ".tandem" / "models"))
-    return App(port=_free_port(), env=env, log_path=home / "soak-app.log").start(timeout=600)
+    return App(port=free_port(), env=env, log_path=home / "soak-app.log").start(timeout=600)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -119,6 +118,3 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
     typer.echo(json.dumps(report["summary"], indent=1))
     typer.echo(f"wrote {out}", err=True)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(typer.main.get_command(router_cli)())

@@ -19,9 +19,6 @@ from storage.db import session_scope
 from storage.tables import Order
 from tandem.settings import get_settings
 
-DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
-
-
 @dataclass(frozen=True)
 class Rule:
     name: str

@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import websocket
 
+from tests.apps import wait_until
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-extensions",
                   "--disable-dev-shm-usage", "--window-size=1280,1100", "--hide-scrollbars"]
@@ -62,13 +64,7 @@ class Browser:
         return result["result"].get("value")
 
     def wait_for(self, expression: str, timeout: float = 60, what: str = ""):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = self.js(expression)
-            if value:
-                return value
-            time.sleep(0.25)
-        raise AssertionError(f"timed out after {timeout} s waiting for {what or expression}")
+        return wait_until(lambda: self.js(expression), timeout, what or expression, interval=0.25)
 
     def open(self, url: str) -> None:
         self.call("Page.enable")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -28,7 +28,6 @@ class RouteContext:
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     history: Sequence[str] = ()
-    features: dict[str, float] = field(default_factory=dict)
 
     @property
     def kb_top(self) -> float:

@@ -15,25 +15,13 @@ import urllib.request
 import pytest
 
 from chains.llm.server import free_port
+from tests.apps import wait_until
 from tests.browser import Browser, chromium_path
 from tests.conftest import REPO, VENV_BIN
 
 CHROMIUM = chromium_path()
 ARTIFACT = REPO / "tests" / "artifacts" / "console_overview.png"
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-        except Exception:  # the server or browser is still starting
-            value = None
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 @pytest.fixture()
@@ -51,7 +39,7 @@ def console_server(tmp_path):
                               start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 90,
+        wait_until(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 90,
                  "the console's /_stcore/health")
         yield url
     finally:
@@ -72,7 +60,7 @@ def browser(tmp_path):
 def test_overview_in_a_real_browser(console_server, browser):
     browser.call("Emulation.setDeviceMetricsOverride", width=1440, height=1700, deviceScaleFactor=1, mobile=False)
     browser.open(console_server)
-    wait_for(lambda: browser.js("!!document.querySelector('input[type=password]')"), 60, "the sign-in form")
+    wait_until(lambda: browser.js("!!document.querySelector('input[type=password]')"), 60, "the sign-in form")
     body = browser.js("document.body.innerText")
     assert "Overview" not in body and "Requests" not in body  # nothing before sign-in
 
@@ -83,10 +71,10 @@ def test_overview_in_a_real_browser(console_server, browser):
         browser.js("[...document.querySelectorAll('button')].find(b => b.innerText.includes('Sign in')).click()")
 
     sign_in("wrong")
-    wait_for(lambda: "Wrong password" in browser.js("document.body.innerText"), 30, "the refusal")
+    wait_until(lambda: "Wrong password" in browser.js("document.body.innerText"), 30, "the refusal")
     sign_in("s3cret-console")
-    wait_for(lambda: "Traffic per route" in browser.js("document.body.innerText"), 60, "the overview")
-    wait_for(lambda: browser.js("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
+    wait_until(lambda: "Traffic per route" in browser.js("document.body.innerText"), 60, "the overview")
+    wait_until(lambda: browser.js("document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
                                 "[data-testid=\"stVegaLiteChart\"] svg').length") >= 4, 60, "four rendered charts")
     time.sleep(3)  # let vega finish drawing and the sidebar finish sliding in
     text = browser.js("document.body.innerText")

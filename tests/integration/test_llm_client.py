@@ -9,7 +9,6 @@ import pytest
 
 from chains.llm.client import LLMClient, LLMResult, LLMUnavailable
 from tandem.settings import get_settings, reset_settings
-from tests.llm_server import llm_server, llm_server_process  # noqa: F401 - pytest fixtures
 
 pytestmark = pytest.mark.slow
 

@@ -5,21 +5,16 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 
+from chains.llm.server import free_port
+
 BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
 pytestmark = pytest.mark.skipif(not BIN or shutil.which("runuser") is None,
                                 reason="PostgreSQL server binaries not installed (make test installs them)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +30,7 @@ def postgres_url():
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "tandem"],
                    check=True, capture_output=True)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([*as_postgres, f"{bindir}/postgres", "-D", str(data), "-p", str(port),
                                "-k", str(folder), "-h", "127.0.0.1"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)

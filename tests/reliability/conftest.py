@@ -8,10 +8,7 @@ Request rows are counted straight from the app's SQLite file, independent of the
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, VENV_BIN, run_cli
+from tests.conftest import REPO, run_cli
 from tests.reliability.corpus.generate import INJECTION_DOC
-from tests.ui.conftest import RunningApp, free_port
-
-UPLOAD_LIMIT_MB = 1
-START_TIMEOUT_S = 300
+from tests.apps import UPLOAD_LIMIT_MB, RunningApp, start_app, stop_app  # noqa: F401
+from tests.apps import app_env as shared_app_env
 DEMO = REPO / "knowledge" / "demo"
 
 
@@ -65,44 +60,8 @@ class ReliabilityApp:
 
 
 def app_env(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, "TANDEM_HOME": str(home), "TANDEM_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
-            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False",
-            "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0",
-            "TANDEM_LLM_TIMEOUT_S": "2",
-            # The corpus and the soak are floods from one client; the limit itself is tested in test_access.py.
-            "TANDEM_RATE_LIMIT_PER_MIN": "0", **extra}
-
-
-def start_app(home: Path, log: Path, env: dict[str, str]) -> RunningApp:
-    port = free_port()
-    with log.open("w") as out:
-        process = subprocess.Popen([str(VENV_BIN / "tandem"), "serve", "--host", "127.0.0.1", "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    app = RunningApp(f"http://127.0.0.1:{port}", process, log)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"tandem serve exited with {process.returncode}:\n{app.tail()}")
-        try:
-            if httpx.get(f"{app.url}/healthz", timeout=2).json().get("ready"):
-                return app
-        except (httpx.HTTPError, ValueError):
-            pass
-        if time.monotonic() > deadline:
-            stop_app(app)
-            pytest.fail(f"tandem serve not ready after {START_TIMEOUT_S} s:\n{app.tail()}")
-        time.sleep(0.5)
-
-
-def stop_app(app: RunningApp) -> None:
-    try:
-        os.killpg(app.process.pid, signal.SIGTERM)
-        app.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(app.process.pid, signal.SIGKILL)
-        app.process.wait()
-    except ProcessLookupError:
-        pass
+    # The corpus and the soak are floods from one client; the limit itself is tested in test_access.py.
+    return shared_app_env(home, TANDEM_RATE_LIMIT_PER_MIN="0", **extra)
 
 
 @pytest.fixture(scope="session")
@@ -112,7 +71,7 @@ def reliability_app(tmp_path_factory) -> ReliabilityApp:
     ingest = run_cli("kb", "ingest", "--no-progress", str(DEMO / "answers.csv"), str(DEMO / "questions.csv"),
                      str(INJECTION_DOC), env={"TANDEM_HOME": str(home)})
     assert ingest.returncode == 0, ingest.stderr[-2000:]
-    running = start_app(home, tmp_path_factory.mktemp("reliability-log") / "serve.log", env)
+    running = start_app(tmp_path_factory.mktemp("reliability-log") / "serve.log", env)
     yield ReliabilityApp(running.url, home, running)
     stop_app(running)
 

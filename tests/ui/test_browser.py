@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlmodel import select
 
+from tests.apps import wait_until
 from tests.browser import Browser, chromium_path
 from tests.ui.conftest import ARTIFACTS, ASSETS, free_port
 
@@ -40,15 +41,6 @@ def _rows_since(since: datetime, **where):
         return session.exec(query.order_by(RequestLog.created_at)).all()
 
 
-def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
 def test_chat_page_end_to_end(app_server, browser):
     from storage.db import session_scope
     from storage.tables import Feedback
@@ -66,7 +58,7 @@ def test_chat_page_end_to_end(app_server, browser):
     assert badges[0].startswith("route: ") and " ms" in badges[0]
     reply = browser.js(LAST_BOT)
     assert "password" in reply.lower() and "why this route" in reply
-    row = _wait(lambda: _rows_since(started, channel="ui"), 10, "the logged request row")[0]
+    row = wait_until(lambda: _rows_since(started, channel="ui"), 10, "the logged request row")[0]
 
     # Thumbs down on that reply is stored as feedback on its request id, with the comment.
     browser.js("document.querySelector('#comment textarea').focus()")
@@ -79,7 +71,7 @@ def test_chat_page_end_to_end(app_server, browser):
         with session_scope() as session:
             return session.exec(select(Feedback).where(Feedback.request_id == row.id)).all()
 
-    rated = _wait(feedback, 20, "the feedback row")
+    rated = wait_until(feedback, 20, "the feedback row")
     assert [(f.rating, f.comment) for f in rated] == [(-1, "link expired")]
     browser.js("document.querySelector('#chat details.why').open = true")
     shot = browser.screenshot(ARTIFACTS / "chat.png")
@@ -97,6 +89,6 @@ def test_chat_page_end_to_end(app_server, browser):
     browser.wait_for("!document.querySelector('#message button.stop-button') && "
                      "!!document.querySelector('#message button.submit-button')", timeout=30,
                      what="the send arrow back after Stop")
-    audio_rows = _wait(lambda: _rows_since(started, channel="ui", modality="audio"), 60,
+    audio_rows = wait_until(lambda: _rows_since(started, channel="ui", modality="audio"), 60,
                        "the stopped voice message's row")
     assert "password" in audio_rows[0].text.lower()

@@ -1,0 +1,80 @@
+"""A real app for tests: `tandem serve` in a subprocess on a free port, waited for until `/healthz` says ready."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chains.llm.server import free_port
+from tests.conftest import VENV_BIN
+
+UPLOAD_LIMIT_MB = 1  # small, so an oversize upload needs only a small generated file
+START_TIMEOUT_S = 300  # MiniLM, OCR and Whisper load before the port opens; a busy 2-core machine is slow
+
+
+class RunningApp:
+    def __init__(self, url: str, process: subprocess.Popen, log: Path):
+        self.url, self.process, self.log = url, process, log
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def app_env(home: Path, **extra: str) -> dict[str, str]:
+    """The app's environment: its own TANDEM_HOME, and an LLM tier at a closed port (fast fallback)."""
+    return {**os.environ, "TANDEM_HOME": str(home), "TANDEM_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
+            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False",
+            "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0",
+            "TANDEM_LLM_TIMEOUT_S": "2", **extra}
+
+
+def start_app(log: Path, env: dict[str, str]) -> RunningApp:
+    port = free_port()
+    with log.open("w") as out:
+        process = subprocess.Popen([str(VENV_BIN / "tandem"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    app = RunningApp(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"tandem serve exited with {process.returncode}:\n{app.tail()}")
+        try:
+            if httpx.get(f"{app.url}/healthz", timeout=2).json().get("ready"):
+                return app
+        except (httpx.HTTPError, ValueError):
+            pass
+        if time.monotonic() > deadline:
+            stop_app(app)
+            pytest.fail(f"tandem serve not ready after {START_TIMEOUT_S} s:\n{app.tail()}")
+        time.sleep(0.5)
+
+
+def stop_app(app: RunningApp) -> None:
+    try:
+        os.killpg(app.process.pid, signal.SIGTERM)
+        app.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(app.process.pid, signal.SIGKILL)
+        app.process.wait()
+    except ProcessLookupError:
+        pass
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):
+    """Poll until `predicate()` is truthy (exceptions count as not yet), or fail the test."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except Exception:  # the server or browser is still starting
+            value = None
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
