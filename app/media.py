@@ -1,21 +1,21 @@
 """Attachments to text: OCR for images, speech-to-text for voice messages.
 
 Every reader returns the text it found or raises :class:`AttachmentError` whose message is shown to
-the customer as is (one sentence that names the file and what to do). The models load lazily, once
-per process, on first use or from :func:`warm_up`; nothing is loaded at import time.
+the customer as is (one sentence that names the file and what to do). A :class:`MediaReader` owns the
+OCR and Whisper models; they load on first use or from :meth:`MediaReader.warm_up`, never at import.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
-from tandem.errors import TandemError
-from tandem.settings import get_settings
+from core.errors import TandemError
+from core.models import model_path
+from core.settings import Settings, get_settings
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 AUDIO_SUFFIXES = frozenset({".wav", ".mp3", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".aac", ".webm",
@@ -60,12 +60,11 @@ def kind_of(path: str | Path) -> str:
                           "please send a photo/screenshot (PNG, JPEG, WebP) or a voice message (WAV, MP3, OGG).")
 
 
-def _check_size(path: Path) -> int:
+def _check_size(path: Path, limit_mb: float) -> int:
     try:
         size = path.stat().st_size
     except OSError:
         raise AttachmentError(f"{path.name}: the upload did not arrive; please attach it again.") from None
-    limit_mb = get_settings().max_upload_mb
     if size > limit_mb * 1024 * 1024:
         raise AttachmentError(f"{path.name} is {_human_size(size)}; the limit is {limit_mb:g} MB. "
                               "Please send a smaller file.")
@@ -76,8 +75,7 @@ def _check_size(path: Path) -> int:
 
 # --- images -------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _ocr_engine():
+def _load_ocr():
     from rapidocr_onnxruntime import RapidOCR
 
     try:
@@ -87,16 +85,12 @@ def _ocr_engine():
                           "Fix: .venv/bin/pip install --force-reinstall rapidocr-onnxruntime==1.4.4") from exc
 
 
-# onnxruntime sessions are not documented as safe for concurrent calls; OCR is short, so serialise it.
-_ocr_lock = threading.Lock()
-
-
-def load_image(path: str | Path):
+def load_image(path: str | Path, max_mb: float):
     """Open and fully validate an image with Pillow; returns an RGB ``PIL.Image``."""
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path)
-    _check_size(path)
+    _check_size(path, max_mb)
     name = path.name
     with warnings.catch_warnings():
         # Pillow warns (then errors) on huge images; we apply our own, lower limit with a clear message.
@@ -124,24 +118,6 @@ def load_image(path: str | Path):
             # Pillow reports truncated and corrupt files as OSError/SyntaxError from verify() or load().
             raise AttachmentError(f"{name} looks damaged and cannot be opened ({_short(exc)}). "
                                   "Please take the screenshot again.") from None
-
-
-def read_image(path: str | Path) -> str:
-    """OCR text of an image, in reading order; raises AttachmentError when there is none."""
-    image = load_image(path)
-    if max(image.size) > OCR_MAX_SIDE:
-        image.thumbnail((OCR_MAX_SIDE, OCR_MAX_SIDE))
-    engine = _ocr_engine()
-    try:
-        with _ocr_lock:
-            result, _elapsed = engine(image)
-    except Exception as exc:  # a model-side failure on one odd image must not break the chat
-        raise AttachmentError(f"I could not read the text in {Path(path).name} ({_short(exc)}).") from None
-    text = ocr_text(result or [])
-    if not text:
-        raise AttachmentError(f"I could not find any text in {Path(path).name}. I can read screenshots, "
-                              "labels and receipts; please type your question too.")
-    return text
 
 
 def ocr_text(boxes: list) -> str:
@@ -186,11 +162,8 @@ def _same_line(a: tuple, b: tuple) -> bool:
 
 # --- audio --------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def _whisper():
+def _load_whisper():
     from faster_whisper import WhisperModel
-
-    from tandem.models import model_path
 
     path = model_path("whisper-base")
     try:
@@ -198,10 +171,6 @@ def _whisper():
     except Exception as exc:
         raise TandemError(f"Whisper failed to load from {path} ({exc.__class__.__name__}). "
                           "Fix: delete that folder and restart; it is re-joined from the wheels") from exc
-
-
-# One transcription already uses every core; a second in parallel only makes both slower.
-_whisper_lock = threading.Lock()
 
 
 def _probe_duration(path: Path) -> float | None:
@@ -217,15 +186,14 @@ def _probe_duration(path: Path) -> float | None:
     return None
 
 
-def load_audio(path: str | Path):
+def load_audio(path: str | Path, max_mb: float, max_s: float):
     """Decode to 16 kHz mono float32 with PyAV; checks size, codec and length first."""
     import av
     from faster_whisper import decode_audio
 
     path = Path(path)
-    _check_size(path)
+    _check_size(path, max_mb)
     name = path.name
-    max_s = get_settings().max_audio_s
     unreadable = (f"{name} is not audio I can play (unknown or unsupported format). "
                   "Please record again or send WAV, MP3 or OGG.")
     try:
@@ -249,56 +217,94 @@ def load_audio(path: str | Path):
     return audio
 
 
-def transcribe(path: str | Path) -> str:
-    """Speech to text of a voice message; raises AttachmentError when nothing was said."""
-    audio = load_audio(path)
-    model = _whisper()
-    try:
-        with _whisper_lock:
-            segments, _info = model.transcribe(audio, beam_size=1, vad_filter=False,
-                                               condition_on_previous_text=False)
-            text = " ".join(segment.text.strip() for segment in segments).strip()
-    except Exception as exc:
-        raise AttachmentError(f"I could not transcribe {Path(path).name} ({_short(exc)}).") from None
-    if not text:
-        raise AttachmentError(f"I could not hear any words in {Path(path).name}; please speak closer to the "
-                              "microphone or type your question.")
-    return text
+class MediaReader:
+    """Reads one message's attachments: OCR for images, Whisper for voice; models load once, on first use."""
 
+    def __init__(self, settings: Settings | None = None):
+        settings = settings or get_settings()
+        self.max_mb, self.max_audio_s = settings.max_upload_mb, settings.max_audio_s
+        self._ocr = None
+        self._whisper = None
+        self._load_lock = threading.Lock()
+        # onnxruntime sessions are not documented as safe for concurrent calls; OCR is short, so serialise it.
+        self._ocr_lock = threading.Lock()
+        # One transcription already uses every core; a second in parallel only makes both slower.
+        self._whisper_lock = threading.Lock()
 
-# --- one message --------------------------------------------------------------------------
+    def ocr_engine(self):
+        with self._load_lock:
+            if self._ocr is None:
+                self._ocr = _load_ocr()
+            return self._ocr
 
-def read_attachment(path: str | Path) -> tuple[str, str]:
-    """(kind, text) for one file; raises AttachmentError."""
-    kind = kind_of(path)
-    return kind, (read_image(path) if kind == "image" else transcribe(path))
+    def whisper(self):
+        with self._load_lock:
+            if self._whisper is None:
+                self._whisper = _load_whisper()
+            return self._whisper
 
-
-def extract(paths: Iterable[str | Path]) -> Extraction:
-    """Read every file of one message; one bad file does not spoil the others."""
-    out = Extraction()
-    for path in paths:
+    def read_image(self, path: str | Path) -> str:
+        """OCR text of an image, in reading order; raises AttachmentError when there is none."""
+        image = load_image(path, self.max_mb)
+        if max(image.size) > OCR_MAX_SIDE:
+            image.thumbnail((OCR_MAX_SIDE, OCR_MAX_SIDE))
+        engine = self.ocr_engine()
         try:
-            kind = kind_of(path)
-            out.kinds.add(kind)
-            text = read_image(path) if kind == "image" else transcribe(path)
-        except AttachmentError as exc:
-            out.errors.append(str(exc))
-            continue
-        out.texts.append(text)
-        (out.read if kind == "image" else out.heard).append(text)
-    return out
+            with self._ocr_lock:
+                result, _elapsed = engine(image)
+        except Exception as exc:  # a model-side failure on one odd image must not break the chat
+            raise AttachmentError(f"I could not read the text in {Path(path).name} ({_short(exc)}).") from None
+        text = ocr_text(result or [])
+        if not text:
+            raise AttachmentError(f"I could not find any text in {Path(path).name}. I can read screenshots, "
+                                  "labels and receipts; please type your question too.")
+        return text
 
-
-def warm_up() -> list[str]:
-    """Load OCR and Whisper now (server start) so the first customer does not wait; returns problems."""
-    problems = []
-    for loader in (_ocr_engine, _whisper):
+    def transcribe(self, path: str | Path) -> str:
+        """Speech to text of a voice message; raises AttachmentError when nothing was said."""
+        audio = load_audio(path, self.max_mb, self.max_audio_s)
+        model = self.whisper()
         try:
-            loader()
-        except TandemError as exc:
-            problems.append(str(exc))
-    return problems
+            with self._whisper_lock:
+                segments, _info = model.transcribe(audio, beam_size=1, vad_filter=False,
+                                                   condition_on_previous_text=False)
+                text = " ".join(segment.text.strip() for segment in segments).strip()
+        except Exception as exc:
+            raise AttachmentError(f"I could not transcribe {Path(path).name} ({_short(exc)}).") from None
+        if not text:
+            raise AttachmentError(f"I could not hear any words in {Path(path).name}; please speak closer to the "
+                                  "microphone or type your question.")
+        return text
+
+    def read_attachment(self, path: str | Path) -> tuple[str, str]:
+        """(kind, text) for one file; raises AttachmentError."""
+        kind = kind_of(path)
+        return kind, (self.read_image(path) if kind == "image" else self.transcribe(path))
+
+    def extract(self, paths: Iterable[str | Path]) -> Extraction:
+        """Read every file of one message; one bad file does not spoil the others."""
+        out = Extraction()
+        for path in paths:
+            try:
+                kind = kind_of(path)
+                out.kinds.add(kind)
+                text = self.read_image(path) if kind == "image" else self.transcribe(path)
+            except AttachmentError as exc:
+                out.errors.append(str(exc))
+                continue
+            out.texts.append(text)
+            (out.read if kind == "image" else out.heard).append(text)
+        return out
+
+    def warm_up(self) -> list[str]:
+        """Load OCR and Whisper now (server start) so the first customer does not wait; returns problems."""
+        problems = []
+        for loader in (self.ocr_engine, self.whisper):
+            try:
+                loader()
+            except TandemError as exc:
+                problems.append(str(exc))
+        return problems
 
 
 def _human_size(size: int) -> str:

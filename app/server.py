@@ -1,83 +1,198 @@
 """The web app: the HTTP API and health/metrics routes, with the Gradio chat mounted at ``/``.
 
-Start-up loads every model (MiniLM, knowledge base, router, OCR, Whisper) before the port accepts
-requests, so the first customer does not wait; a part that fails to load is reported by /healthz
-and the app still starts (the chat then answers with the fallback it can give).
+Start-up builds the runtime (encoder, knowledge base, router, LLM client) and loads OCR and Whisper before
+the port accepts requests, so the first customer does not wait. A part that fails to load is reported by
+/healthz and the app still starts: text chat works without OCR or Whisper, and API calls answer 503 with
+the reason when the runtime itself could not be built.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tandem.settings import get_settings
+from app.media import MediaReader
+from app.protocol import MAX_BODY_BYTES, explain
+from app.routes import ApiError, router
+from chains.runtime import Runtime, build_runtime
+from core.errors import TandemError
+from core.settings import Settings, get_settings
 
 log = logging.getLogger("tandem.app")
 
 # Gradio refuses bigger uploads outright (nothing is logged). It sits well above max_upload_mb so
 # that an ordinary oversize file reaches app.media, which explains the limit and logs the message.
 HARD_UPLOAD_FACTOR = 5
+API_PREFIXES = ("/api/", "/v1/")
 
 
-def warm_up() -> dict:
-    """Load the service and the media models; returns {"ready", "problems"} for /healthz."""
-    from app import media
-    from tandem.errors import TandemError
+class BodyLimit:
+    """Refuse API bodies over MAX_BODY_BYTES before anything parses them (declared or streamed)."""
 
-    problems: list[str] = []
-    try:
-        from chains.service import get_service
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES):
+        self.app, self.limit = app, limit
 
-        get_service()
-    except TandemError as exc:
-        problems.append(str(exc))
-    problems += media.warm_up()
-    for problem in problems:
-        log.warning("warm-up: %s", problem)
-    return {"ready": True, "problems": problems}
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(scope, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, counted, send)
+        except _TooLarge:
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        message = f"request body is larger than {self.limit // 1000} kB"
+        await error_response(scope["path"], 413, message)(scope, _no_body, send)
 
 
-def create_app(warm: bool = True) -> FastAPI:
+class _TooLarge(Exception):
+    pass
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """Tandem's error shape; the OpenAI endpoint (under /v1) answers in OpenAI's."""
+    if path.startswith("/v1/"):
+        from app.openai_protocol import openai_error
+
+        # OpenAI answers a body it cannot use with 400 (its SDKs raise BadRequestError), not 422.
+        return openai_error(400 if status == 422 else status, message, headers=headers)
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _validation_message(errors: list[dict[str, Any]]) -> tuple[int, str]:
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        detail = (first.get("ctx") or {}).get("error", "")
+        return 400, f"request body is not valid JSON{f' ({detail})' if detail else ''}"
+    if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
+        return 400, 'empty request body; send JSON like {"message": "where is my order?"}'
+    return 422, explain(errors)
+
+
+def create_app(settings: Settings | None = None, runtime_factory: Callable[[], Runtime] | None = None,
+               media: MediaReader | None = None, warm: bool = True) -> FastAPI:
+    """The whole web app: the APIs of :func:`create_api` with the Gradio chat mounted at ``/``."""
     import gradio as gr
 
-    from app.api import router
     from app.ui import CSS, build_ui, theme
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):
-        app.state.warm = (await run_in_threadpool(warm_up)) if warm else {"ready": True, "problems": []}
-        yield
-
-    app = FastAPI(title="Tandem chat API", lifespan=lifespan, docs_url="/api/docs", redoc_url=None,
-                  openapi_url="/api/openapi.json")
-    app.state.warm = {"ready": False, "problems": []}
-    app.include_router(router)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"error": "; ".join(str(e.get("msg")) for e in exc.errors())}, status_code=422)
-
-    @app.exception_handler(Exception)
-    async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
-        return JSONResponse({"error": "internal error; it has been logged"}, status_code=500)
-
-    settings = get_settings()
-    blocks = build_ui()
+    settings = settings or get_settings()
+    media = media or MediaReader(settings)
+    app = create_api(settings, runtime_factory, media, warm)
+    blocks = build_ui(lambda: runtime_of_app(app), media)
     blocks.queue(default_concurrency_limit=32)
     hard_limit_mb = max(50, int(settings.max_upload_mb * HARD_UPLOAD_FACTOR))
     return gr.mount_gradio_app(app, blocks, path="/", theme=theme(), css=CSS, footer_links=[],
                                max_file_size=f"{hard_limit_mb}mb", show_error=True)
 
 
-def serve(host: str | None = None, port: int | None = None) -> None:
+def create_api(settings: Settings | None = None, runtime_factory: Callable[[], Runtime] | None = None,
+               media: MediaReader | None = None, warm: bool = True) -> FastAPI:
+    """The HTTP APIs (Tandem's /api/v1, OpenAI's /v1, /healthz, /metrics) over one runtime built at start-up.
+
+    ``runtime_factory`` builds the runtime (default: from ``settings``); ``warm`` also loads OCR and Whisper.
+    """
+    from app.openai_routes import router as openai_router
+
+    settings = settings or get_settings()
+    media = media or MediaReader(settings)
+
+    def start() -> dict:
+        problems: list[str] = []
+        try:
+            app.state.runtime = (runtime_factory or (lambda: build_runtime(settings)))()
+        except TandemError as exc:
+            problems.append(str(exc))
+        if warm:
+            problems += media.warm_up()
+        for problem in problems:
+            log.warning("warm-up: %s", problem)
+        return {"ready": True, "problems": problems}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        app.state.warm = await run_in_threadpool(start)
+        yield
+        if app.state.runtime is not None:
+            app.state.runtime.close()
+
+    app = FastAPI(title="Tandem chat API", lifespan=lifespan, docs_url="/api/docs", redoc_url=None,
+                  openapi_url="/api/openapi.json",
+                  description="Customer-service answers routed between a knowledge-base tier and an LLM. "
+                              "`/api/v1` is Tandem's own API; `/v1` speaks OpenAI's Chat Completions.")
+    app.state.settings = settings
+    app.state.media = media
+    app.state.runtime = None
+    app.state.warm = {"ready": False, "problems": []}
+    app.include_router(router)
+    app.include_router(openai_router)
+    app.add_middleware(BodyLimit)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, message = _validation_message(list(exc.errors()))
+        return error_response(request.url.path, status, message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        if exc.status_code == 400 and "parsing the body" in message:
+            # FastAPI's words for a body that is not UTF-8 or not decodable JSON (too deep, too long a number)
+            message = "request body is not UTF-8 text or not usable JSON (nested too deeply or a number too long)"
+        return error_response(request.url.path, exc.status_code, message, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return error_response(request.url.path, 500, "internal error; it has been logged")
+
+    return app
+
+
+def runtime_of_app(app: FastAPI) -> Runtime:
+    runtime = app.state.runtime
+    if runtime is None:
+        raise TandemError("the assistant is not available: " + "; ".join(app.state.warm.get("problems") or
+                                                                         ["still starting"]))
+    return runtime
+
+
+def serve(settings: Settings | None = None, host: str | None = None, port: int | None = None) -> None:
     import uvicorn
 
-    settings = get_settings()
-    uvicorn.run(create_app(), host=host or settings.host, port=port or settings.app_port, log_level="info",
-                timeout_graceful_shutdown=5)
+    settings = settings or get_settings()
+    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.app_port,
+                log_level="info", timeout_graceful_shutdown=5)
+

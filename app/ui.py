@@ -2,20 +2,30 @@
 
 Handlers are plain (sync) functions and generators, so Gradio runs them in its threadpool and model
 calls never block the event loop. The chat event is exposed to `gradio_client` as ``/chat``.
+
+Who the customer is: behind a shop's site, the host page passes the signed-in user in the
+``X-Tandem-User`` header, signed with ``TANDEM_UI_USER_SECRET`` (``user.hmac``); in the demo, a
+"signed in as" picker lists the demo customers (``TANDEM_UI_USER_PICKER``). The order tool shows an order
+only to its owner, so without either the chat is a guest and order questions are refused.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import queue
 import threading
 import uuid
-from typing import Any, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import gradio as gr
 
 from app import media
-from chains.schema import ChatRequest, ChatResponse
+from app.serving import drain
+from chains.runtime import Runtime
+from chains.schema import ChatRequest, ChatResponse, Decided
 
 BRAND = "Northwind Goods support"
 PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
@@ -39,12 +49,6 @@ HEADER = f"""
 <div><p class="nw-title">{BRAND}</p>
 <p class="nw-sub">Orders, returns, delivery and account help, around the clock.</p></div></div>
 """
-
-
-def _service():
-    from chains.service import get_service
-
-    return get_service()
 
 
 # --- rendering ----------------------------------------------------------------------------
@@ -110,90 +114,30 @@ def _files_of(message: Any) -> tuple[str, list[str]]:
     return str(message.get("text") or ""), files
 
 
-def build_request(text: str, files: list[str], session_id: str, user_id: str = "",
+def build_request(reader: media.MediaReader, text: str, files: list[str], session_id: str, user_id: str = "",
                   channel: str = "ui") -> tuple[ChatRequest, media.Extraction]:
-    extraction = media.extract(files)
+    try:
+        extraction = reader.extract(files)
+    except Exception as exc:  # a reader bug must not drop the message: send it on with the error
+        extraction = media.Extraction(errors=[f"I could not read your attachment ({exc.__class__.__name__})."])
     request = ChatRequest(message=text, session_id=session_id, user_id=user_id, channel=channel,
                           modality=extraction.modality(text), extracted=extraction.texts,
                           attachment_errors=extraction.errors)
     return request, extraction
 
 
-def _turn_in_background(text: str, files: list[str], session_id: str) -> queue.Queue:
-    """Read the attachments and run the service's stream to the end, in a thread of its own.
-
-    The queue receives (request, extraction), then text chunks, then the final ChatResponse, then None.
-    If the customer presses Stop, Gradio abandons the UI generator, but this thread still finishes, so
-    the service answers and logs the request row: no message is ever dropped from the log.
-    """
-    items: queue.Queue = queue.Queue()
-
-    def pump() -> None:
-        try:
-            try:
-                request, extraction = build_request(text, files, session_id)
-            except Exception as exc:  # a reader bug must not drop the message: send it on with the error
-                extraction = media.Extraction(errors=[f"I could not read your attachment ({exc.__class__.__name__})."])
-                request = ChatRequest(message=text, session_id=session_id, channel="ui",
-                                      modality=extraction.modality(text), attachment_errors=extraction.errors)
-            items.put((request, extraction))
-            for item in _service().stream(request):
-                items.put(item)
-        except Exception as exc:  # the service promises not to raise; if it does, tell the customer
-            items.put(exc)
-        finally:
-            items.put(None)
-
-    threading.Thread(target=pump, name="tandem-ui-turn", daemon=True).start()
-    return items
+def signed_user(header: str, secret: str) -> str:
+    """The user id from an ``X-Tandem-User: <user>.<hex hmac-sha256(user)>`` header, or "" if unsigned or wrong."""
+    user, _, signature = (header or "").rpartition(".")
+    if not (user and signature and secret):
+        return ""
+    expected = hmac.new(secret.encode(), user.encode(), hashlib.sha256).hexdigest()
+    return user if hmac.compare_digest(signature, expected) else ""
 
 
-def respond(message: Any, history: list | None, session_id: str, request_ids: dict
-            ) -> Iterator[tuple[list, Any, str, dict, dict]]:
-    """The chat event: show the user's turn, read attachments, stream the reply, then add the badge."""
-    history = list(history or [])
-    session_id = session_id or uuid.uuid4().hex
-    request_ids = dict(request_ids or {})
-    text, files = _files_of(message)
-    # While the reply streams, the box's send arrow becomes a stop button (as in ChatInterface).
-    busy = gr.MultimodalTextbox(value=None, submit_btn=False, stop_btn=True)
-    if text:
-        history.append({"role": "user", "content": text})
-    for path in files:
-        history.append({"role": "user", "content": {"path": path}})
-    if not text and not files:
-        history.append({"role": "user", "content": "(empty message)"})
-    history.append({"role": "assistant", "content": "Reading your attachment…" if files else "…"})
-    reply_at = len(history) - 1
-    yield history, busy, session_id, request_ids, {}
-
-    items = _turn_in_background(text, files, session_id)
-    request, extraction = items.get()
-    preamble = attachments_preamble(extraction, text)
-    if preamble:
-        history[reply_at] = {"role": "assistant", "content": preamble + "…"}
-        yield history, gr.skip(), session_id, request_ids, {}
-
-    answer, final = "", None
-    while (item := items.get()) is not None:
-        if isinstance(item, ChatResponse):
-            final = item
-        elif isinstance(item, Exception):
-            answer += "\n\nSorry, something went wrong on our side. Please try again or talk to a human."
-        else:
-            answer += item
-            history[reply_at] = {"role": "assistant", "content": preamble + answer}
-            # gr.skip(): leave the box alone so the customer can already type the next message
-            yield history, gr.skip(), session_id, request_ids, {}
-    if final is None:
-        history[reply_at] = {"role": "assistant", "content": preamble + (answer or "Sorry, no answer came back.")}
-        yield history, idle_box(), session_id, request_ids, {}
-        return
-    request_ids[reply_at] = final.request_id
-    history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
-    details = {**final.public(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
-               "modality": request.modality}
-    yield history, idle_box(), session_id, request_ids, details
+def sign_user(user: str, secret: str) -> str:
+    """What a host page puts in ``X-Tandem-User`` for ``user`` (used by the shop's backend and by tests)."""
+    return f"{user}.{hmac.new(secret.encode(), user.encode(), hashlib.sha256).hexdigest()}"
 
 
 def idle_box() -> gr.MultimodalTextbox:
@@ -201,36 +145,158 @@ def idle_box() -> gr.MultimodalTextbox:
     return gr.MultimodalTextbox(submit_btn=True, stop_btn=False)
 
 
-def rate(data: gr.LikeData, request_ids: dict, comment: str) -> tuple[str, str]:
-    """Thumbs up/down on a reply -> svc.feedback, with the optional comment."""
-    index = data.index[0] if isinstance(data.index, (list, tuple)) else data.index
-    request_id = (request_ids or {}).get(index)
-    if data.liked in (True, "Like"):
-        rating = 1
-    elif data.liked in (False, "Dislike"):
-        rating = -1
-    else:  # the thumb was taken back; nothing to record
-        return "", comment
-    if not request_id:
-        return "That message cannot be rated (it has no answer id yet).", comment
-    _service().feedback(request_id, rating, (comment or "").strip())
-    return ("Thanks, glad it helped." if rating > 0 else "Thanks for telling us; we use this to improve."), ""
+class ChatHandlers:
+    """The chat UI's event handlers over one runtime (fetched per call: it is built after the UI)."""
+
+    def __init__(self, runtime: Callable[[], Runtime], reader: media.MediaReader):
+        self.runtime = runtime
+        self.reader = reader
+        self._cancels: dict[str, threading.Event] = {}  # session -> the answer now streaming
+        self._lock = threading.Lock()
+
+    def who(self, picked: str, request: gr.Request | None) -> str:
+        settings = self.runtime().settings
+        header = request.headers.get("x-tandem-user", "") if request is not None else ""
+        if header:
+            return signed_user(header, settings.ui_user_secret)
+        return (picked or "").strip() if settings.ui_user_picker else ""
+
+    def respond(self, message: Any, history: list | None, session_id: str, request_ids: dict, picked: str = "",
+                request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
+        """The chat event: show the user's turn, read attachments, stream the reply, then add the badge."""
+        history = list(history or [])
+        session_id = session_id or uuid.uuid4().hex
+        request_ids = dict(request_ids or {})
+        text, files = _files_of(message)
+        # While the reply streams, the box's send arrow becomes a stop button (as in ChatInterface).
+        busy = gr.MultimodalTextbox(value=None, submit_btn=False, stop_btn=True)
+        if text:
+            history.append({"role": "user", "content": text})
+        for path in files:
+            history.append({"role": "user", "content": {"path": path}})
+        if not text and not files:
+            history.append({"role": "user", "content": "(empty message)"})
+        history.append({"role": "assistant", "content": "Reading your attachment…" if files else "…"})
+        reply_at = len(history) - 1
+        yield history, busy, session_id, request_ids, {}
+
+        cancel = threading.Event()
+        with self._lock:
+            self._cancels[session_id] = cancel
+        # Attachments are read and the service runs to its end in a thread of their own: if the customer
+        # presses Stop, Gradio abandons this generator, the cancel event aborts the LLM, and the request row is
+        # still written.
+        items = self._turn_in_background(text, files, session_id, self.who(picked, request), cancel)
+        first = items.get()
+        if not isinstance(first, tuple):  # the turn could not even start; say so and keep the chat usable
+            history[reply_at] = {"role": "assistant", "content": "Sorry, something went wrong on our side. "
+                                                                 "Please try again or talk to a human."}
+            yield history, idle_box(), session_id, request_ids, {}
+            return
+        chat_request, extraction = first
+        preamble = attachments_preamble(extraction, text)
+        if preamble:
+            history[reply_at] = {"role": "assistant", "content": preamble + "…"}
+            yield history, gr.skip(), session_id, request_ids, {}
+        answer, final = "", None
+        for item in drain(items):
+            if isinstance(item, ChatResponse):
+                final = item
+            elif isinstance(item, Decided):
+                continue
+            elif isinstance(item, Exception):
+                answer += "\n\nSorry, something went wrong on our side. Please try again or talk to a human."
+            else:
+                answer += item
+                history[reply_at] = {"role": "assistant", "content": preamble + answer}
+                # gr.skip(): leave the box alone so the customer can already type the next message
+                yield history, gr.skip(), session_id, request_ids, {}
+        with self._lock:
+            self._cancels.pop(session_id, None)
+        if final is None:
+            history[reply_at] = {"role": "assistant", "content": preamble + (answer or "Sorry, no answer came back.")}
+            yield history, idle_box(), session_id, request_ids, {}
+            return
+        request_ids[reply_at] = final.request_id
+        history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
+        details = {**final.public(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
+                   "modality": chat_request.modality}
+        yield history, idle_box(), session_id, request_ids, details
+
+    def _turn_in_background(self, text: str, files: list[str], session_id: str, user_id: str,
+                            cancel: threading.Event) -> queue.Queue:
+        """The queue receives (request, extraction), then text pieces, the final ChatResponse, then None."""
+        items: queue.Queue = queue.Queue()
+
+        def pump() -> None:
+            try:
+                chat_request, extraction = build_request(self.reader, text, files, session_id, user_id)
+                items.put((chat_request, extraction))
+                for item in self.runtime().service.stream(chat_request, cancel):
+                    items.put(item)
+            except Exception as exc:  # the service promises not to raise; if it does, tell the customer
+                items.put(exc)
+            finally:
+                items.put(None)
+
+        threading.Thread(target=pump, name="tandem-ui-turn", daemon=True).start()
+        return items
+
+    def stop(self, session_id: str) -> gr.MultimodalTextbox:
+        """The Stop button: abort the answer now streaming in this session (the LLM request too)."""
+        with self._lock:
+            cancel = self._cancels.pop(session_id or "", None)
+        if cancel is not None:
+            cancel.set()
+        return idle_box()
+
+    def rate(self, data: gr.LikeData, request_ids: dict, comment: str) -> tuple[str, str]:
+        """Thumbs up/down on a reply -> svc.feedback, with the optional comment."""
+        index = data.index[0] if isinstance(data.index, (list, tuple)) else data.index
+        request_id = (request_ids or {}).get(index)
+        if data.liked in (True, "Like"):
+            rating = 1
+        elif data.liked in (False, "Dislike"):
+            rating = -1
+        else:  # the thumb was taken back; nothing to record
+            return "", comment
+        if not request_id:
+            return "That message cannot be rated (it has no answer id yet).", comment
+        self.runtime().service.feedback(request_id, rating, (comment or "").strip())
+        return ("Thanks, glad it helped." if rating > 0 else "Thanks for telling us; we use this to improve."), ""
+
+    def talk_to_human(self, session_id: str, request_ids: dict, comment: str, picked: str = "",
+                      request: gr.Request | None = None) -> tuple[str, str, str]:
+        session_id = session_id or uuid.uuid4().hex
+        last = (request_ids or {}).get(max(request_ids)) if request_ids else ""
+        ticket = self.runtime().service.handoff(session_id, self.who(picked, request), last or "",
+                                                (comment or "").strip())
+        return (f"A member of our team will take over this conversation (ticket #{ticket}). "
+                "You can keep writing here meanwhile."), session_id, ""
+
+    def demo_users(self) -> list[str]:
+        """The customers of the demo orders, for the "signed in as" picker."""
+        from sqlmodel import select
+
+        from storage.tables import Order
+
+        try:
+            with self.runtime().db.session() as session:
+                return sorted(set(session.exec(select(Order.user_id)).all()))
+        except Exception:  # the picker is a convenience; a missing table must not break the page
+            return []
 
 
-def talk_to_human(session_id: str, request_ids: dict, comment: str) -> tuple[str, str, str]:
-    session_id = session_id or uuid.uuid4().hex
-    last = (request_ids or {}).get(max(request_ids)) if request_ids else ""
-    ticket = _service().handoff(session_id, "", last or "", (comment or "").strip())
-    return (f"A member of our team will take over this conversation (ticket #{ticket}). "
-            "You can keep writing here meanwhile."), session_id, ""
-
-
-def build_ui() -> gr.Blocks:
+def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader) -> gr.Blocks:
     """The Blocks app (not launched). Theme and CSS are given where it is mounted (Gradio 6)."""
+    handlers = ChatHandlers(runtime, reader)
     with gr.Blocks(title=BRAND, fill_height=True) as demo:
         session_id = gr.State("")
         request_ids = gr.State({})  # chatbot message index -> request id, for thumbs and hand-off
-        gr.HTML(HEADER)
+        with gr.Row():
+            gr.HTML(HEADER)
+            picked = gr.Dropdown(label="Signed in as (demo customers)", choices=[""], value="",
+                                 allow_custom_value=False, elem_id="signed-in-as", scale=0, min_width=220)
         chatbot = gr.Chatbot(label=BRAND, elem_id="chat", height=520, placeholder=PLACEHOLDER,
                              feedback_options=("Like", "Dislike"), buttons=["copy"], scale=1)
         box = gr.MultimodalTextbox(file_types=["image", "audio"], sources=["upload", "microphone"],
@@ -243,12 +309,20 @@ def build_ui() -> gr.Blocks:
         notice = gr.Markdown(elem_id="notice")
         details = gr.JSON(visible=False, label="last answer")
 
-        sent = box.submit(respond, [box, chatbot, session_id, request_ids],
+        def picker() -> Any:
+            try:
+                shown = runtime().settings.ui_user_picker
+            except Exception:  # still starting
+                shown = False
+            return gr.Dropdown(choices=["", *handlers.demo_users()] if shown else [""], visible=shown)
+
+        demo.load(picker, None, [picked], api_visibility="private")
+        sent = box.submit(handlers.respond, [box, chatbot, session_id, request_ids, picked],
                           [chatbot, box, session_id, request_ids, details], api_name="chat")
-        # Stop abandons the stream on screen; the service still finishes and logs the turn (see above).
-        box.stop(idle_box, None, [box], cancels=[sent], queue=False, api_visibility="private")
-        chatbot.like(rate, [request_ids, comment], [notice, comment], api_visibility="private")
-        human.click(talk_to_human, [session_id, request_ids, comment], [notice, session_id, comment],
+        # Stop abandons the stream on screen and cancels the answer; the service still logs the turn.
+        box.stop(handlers.stop, [session_id], [box], cancels=[sent], queue=False, api_visibility="private")
+        chatbot.like(handlers.rate, [request_ids, comment], [notice, comment], api_visibility="private")
+        human.click(handlers.talk_to_human, [session_id, request_ids, comment, picked], [notice, session_id, comment],
                     api_name="handoff")
     return demo
 

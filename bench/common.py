@@ -6,9 +6,9 @@ import os
 import platform
 import random
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -86,7 +86,7 @@ def machine_info() -> dict:
     try:
         import torch
 
-        torch_version = torch.__version__
+        torch_version = str(torch.__version__)
         torch_threads = torch.get_num_threads()
     except Exception:  # the bench still reports when torch is broken; the sections then fail on their own
         torch_version, torch_threads = "unavailable", None
@@ -101,14 +101,14 @@ def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
     Converted models are reused from the user's model folder, so the bench never converts twice. Must run
     before anything reads the settings; returns the homes (in-process, app) and the model folder.
     """
-    from tandem.models import model_path
-    from tandem.settings import get_settings, reset_settings
+    from core.models import model_path
+    from core.settings import get_settings, reset_settings
 
     model_dir = get_settings().models_dir
     try:
         model_path("smollm2")
     except Exception:
-        from tandem.models import prepare_smollm2
+        from core.models import prepare_smollm2
 
         prepare_smollm2()
     homes = {"inproc": root / "inproc", "app": root / "app", "models": model_dir, "logs": root / "logs"}

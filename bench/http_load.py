@@ -6,21 +6,23 @@ several concurrency levels with thread clients, the app's resident memory, and c
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
 from bench.common import mean, pct
 from bench.traffic import TOOL_MESSAGES, TOOL_USER
-from tandem.errors import TandemError
+from core.errors import TandemError
 
 CHAT = "/api/v1/chat"
 
@@ -40,7 +42,7 @@ class App:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 300.0) -> "App":
+    def start(self, timeout: float = 300.0) -> App:
         tandem = str(Path(sys.executable).parent / "tandem")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
@@ -69,6 +71,7 @@ class App:
         """Resident memory of the app process (and any children), from /proc."""
         import psutil
 
+        assert self.process is not None, "the app is not running"
         proc = psutil.Process(self.process.pid)
         members = [proc, *proc.children(recursive=True)]
         rss = sum(p.memory_info().rss for p in members if p.is_running()) / 2**20
@@ -150,7 +153,7 @@ def per_route(app: App, small: list[str], cache_set: list[str], llm: list[str], 
         out["tool"] = _summary([_post(client, app.url, TOOL_MESSAGES[i % len(TOOL_MESSAGES)], TOOL_USER)
                                 for i in range(sizes.http_per_route)], "tool")
         out["small"] = _summary([_post(client, app.url, message) for message in small], "small")
-        llm_rows = []
+        llm_rows: list[dict] = []
         deadline = time.perf_counter() + sizes.llm_budget_s / 2
         for message in llm:
             if llm_rows and time.perf_counter() > deadline:
@@ -211,11 +214,10 @@ def throughput(app: App, small_pool: list[str], cache_warm: list[str], sizes, lo
     slice_size = max(1, len(small_pool) // len(sizes.levels))
     for index, clients in enumerate(sizes.levels):
         if cache_warm:
-            counter = iter(range(10**9))
-            cache_next = lambda: cache_warm[next(counter) % len(cache_warm)]  # noqa: E731
-            levels.append(load_level(app, clients, sizes.level_seconds, cache_next, "cache"))
+            cycle = itertools.cycle(cache_warm)
+            levels.append(load_level(app, clients, sizes.level_seconds, functools.partial(next, cycle), "cache"))
         fresh = iter(small_pool[index * slice_size:(index + 1) * slice_size])
-        levels.append(load_level(app, clients, sizes.level_seconds, lambda: next(fresh, None), "small"))
+        levels.append(load_level(app, clients, sizes.level_seconds, functools.partial(next, fresh, None), "small"))
         for row in levels[-2 if cache_warm else -1:]:
             log(f"  {row['path']:5} x{clients:<3} {row['rps']:7.1f} req/s  p95 {row['p95_ms']} ms  "
                 f"errors {row['errors']}  route share {row['route_share']:.2f}  rss {row['rss_mib']} MiB")

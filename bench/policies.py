@@ -1,23 +1,23 @@
 """Section 3: hybrid vs always-LLM vs always-small on the same traffic.
 
-Routing decisions are computed for every query with batch routing (`chains.batch.route_record`). The LLM
+Routing decisions are computed for every query with batch routing (`offline.route_batch.route_record`). The LLM
 on CPU is slow, so its latency and tokens are measured on a sample of real calls to a running `LLMServer`
 and the per-call figures are applied to every LLM call a policy makes (stated in the report).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from chains import datasets as ds
-from chains.datasets import Query
-
 from bench.common import mean, pct, rng
 from bench.traffic import limited
+from offline import datasets as ds
+from offline.datasets import Query
 
 HINT3_BOTS = ("sofmattress", "curekart", "powerplay11")
 GROUNDING_ASSUMPTION = ("An in-scope query answered by the LLM counts as correct when the top retrieved KB answer "
@@ -25,13 +25,18 @@ GROUNDING_ASSUMPTION = ("An in-scope query answered by the LLM counts as correct
                         "all three policies, and they differ in out-of-scope leakage, latency and cost.")
 
 
+if TYPE_CHECKING:
+    from chains.router_chain import RouterChain
+    from knowledge.base import KnowledgeBase
+
+
 @dataclass
 class Group:
     name: str
     kb_note: str
-    kb: object
+    kb: KnowledgeBase
     queries: list[Query]
-    chain: object = None
+    chain: RouterChain | None = None
     records: list[dict] = field(default_factory=list)
 
 
@@ -47,19 +52,20 @@ def fit_sizes(sizes, log: Callable[[str], None]) -> tuple[object, dict]:
     import dataclasses
     import time
 
-    from tandem.models import embedder
+    from core.encoders import load_encoder
 
+    encoder = load_encoder()
     probe = [q.text for q in ds.bitext("train")[:128]]
-    embedder().encode(probe[:8])
+    encoder.encode_passages(probe[:8])
     began = time.perf_counter()
-    embedder().encode(probe)
+    encoder.encode_passages(probe)
     per_text = (time.perf_counter() - began) / len(probe)
     hint3_train = sum(not q.needs_llm for q in ds.hint3("train"))
     counts = {"per_bot_limit": sizes.per_bot_limit or 900, "bitext_limit": sizes.bitext_limit or 1272,
               "bitext_kb_questions": sizes.bitext_kb_questions or 5092, "tau_limit": sizes.tau_limit or 165}
     planned = hint3_train + 3 * counts["per_bot_limit"] + sum(v for k, v in counts.items() if k != "per_bot_limit")
     estimate = planned * per_text
-    note = {"embed_ms_per_text": round(per_text * 1000, 2), "planned_texts": planned,
+    note: dict[str, object] = {"embed_ms_per_text": round(per_text * 1000, 2), "planned_texts": planned,
             "estimated_embed_s": round(estimate, 1), "scaled": False}
     if estimate <= sizes.embed_budget_s:
         return sizes, note
@@ -73,15 +79,17 @@ def fit_sizes(sizes, log: Callable[[str], None]) -> tuple[object, dict]:
 def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]) -> list[Group]:
     """HINT3 per bot (KB = that bot's train questions) and Bitext + tau-bench (KB = Bitext answers + train
     questions). The Bitext KB is written into the app's store, so the app serves the same KB afterwards."""
-    from knowledge.retrieval import KnowledgeBase, throwaway_kb
-    from tandem.settings import get_settings
+    from core.encoders import load_encoder
+    from core.settings import get_settings
+    from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
 
+    encoder = load_encoder()
     groups = []
     hint3_train, hint3_test = ds.hint3("train"), ds.hint3("test")
     for bot in HINT3_BOTS:
         train = [q for q in hint3_train if q.group.endswith(bot)]
         log(f"  HINT3 {bot}: KB of {sum(not q.needs_llm for q in train)} train questions")
-        kb = throwaway_kb(ds.intent_kb(work / bot, train))
+        kb = throwaway_kb(encoder, ds.intent_kb(work / bot, train))
         test = limited([q for q in hint3_test if q.group.endswith(bot)], sizes.per_bot_limit)
         groups.append(Group(f"hint3/{bot}", "that bot's train questions, one answer per intent", kb, test))
 
@@ -89,7 +97,7 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
     questions = [(q.text, q.answer_id) for q in limited(ds.bitext("train"), sizes.bitext_kb_questions)]
     log(f"  Bitext: KB of {len(answers)} answers + {len(questions)} train questions (also the app's KB)")
     files = ds.write_kb_csvs(work / "bitext", answers, questions)
-    kb = KnowledgeBase(path=app_chroma, collection=get_settings().kb_collection)
+    kb = ChromaKnowledgeBase(encoder, path=app_chroma, collection=get_settings().kb_collection)
     kb.ingest(files, progress=False)
     mix = limited(ds.bitext("test"), sizes.bitext_limit) + limited(ds.tau_bench(("test",)), sizes.tau_limit)
     rng().shuffle(mix)
@@ -98,10 +106,9 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
 
 
 def route_groups(groups: list[Group], log: Callable[[str], None]) -> None:
-    from chains.batch import batch_chain, route_record
-    from storage.settings_store import live_settings
+    from offline.route_batch import batch_chain, live_thresholds, route_record
 
-    thresholds = live_settings()
+    thresholds = live_thresholds()
     for group in groups:
         texts = [_clean(q.text) for q in group.queries]
         log(f"  batch routing {len(texts)} queries of {group.name}")
@@ -122,11 +129,11 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
     import time
 
     from chains.llm.client import LLMClient, LLMUnavailable
-    from chains.router_chain import Turn
     from chains.schema import ChatRequest
-    from storage.settings_store import live_settings
+    from chains.turn import Turn
+    from offline.route_batch import live_thresholds
 
-    thresholds = live_settings()
+    thresholds = live_thresholds()
     picks: list[tuple[Group, str]] = []
     per_group = max(1, -(-calls // len(groups)))
     for group in groups:
@@ -140,7 +147,7 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
     picks = [p for i in range(per_group) for p in picks[i::per_group]][:calls]
     client = LLMClient(poll_metrics=False)
     results: list[dict] = []
-    events = {"server_restarts": 0, "server_exit_codes": [], "stopped_at_budget": False}
+    events: dict[str, Any] = {"server_restarts": 0, "server_exit_codes": [], "stopped_at_budget": False}
     began = time.perf_counter()
     for group, text in picks:
         answered = sum(r["ok"] for r in results)
@@ -150,11 +157,13 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
             break
         if not server.alive():  # something outside the bench stopped it; say so and start it again
             events["server_restarts"] += 1
-            events["server_exit_codes"].append(server.process.returncode if server.process else None)
+            process = server.child.process if server.child else None
+            events["server_exit_codes"].append(process.returncode if process else None)
             log("    LLM server is not running; starting it again")
             client.close()
             server.start(wait=True, timeout=240)
             client = LLMClient(poll_metrics=False)
+        assert group.chain is not None  # route_groups made it
         turn = group.chain.route_only.invoke(Turn(request=ChatRequest(message=text, channel="batch"),
                                                   thresholds=thresholds))
         messages = group.chain.llm_request(turn)
@@ -218,7 +227,7 @@ def compare(groups: list[Group], llm_calls: list[dict], small_ms: list[float], p
 
 
 def _max_tokens() -> int:
-    from tandem.settings import get_settings
+    from core.settings import get_settings
 
     return get_settings().llm_max_tokens
 

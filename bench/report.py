@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.readme import update_readme_section
-
+from offline.readme import update_readme_section
 
 
 def _get(data: dict, *path):

@@ -1,16 +1,15 @@
-"""Section 1: routing overhead per stage, in process (`TandemService(use_llm=False)` over the demo KB),
+"""Section 1: routing overhead per stage, in process (a runtime without LLM over the demo KB),
 and one pyinstrument profile of the same hot path."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
-from chains.schema import ChatRequest
 
 from bench.common import mean, pct, rng
 from bench.traffic import TOOL_MESSAGES, TOOL_USER, mixed_queries
+from chains.schema import ChatRequest
 
 STAGES = ("guard", "cache", "rules", "embed", "score", "retrieve")
 # What the issue calls routing overhead: everything before a tier answers, retrieval reported on its own.
@@ -36,12 +35,13 @@ def _requests(sizes) -> list[ChatRequest]:
     return out
 
 
-def run_routing(service, sizes, log: Callable[[str], None]) -> dict:
+def run_routing(runtime, sizes, log: Callable[[str], None]) -> dict:
+    service = runtime.service
     for warm in ("hello", "how do I return an item?", "warm-up three"):  # first calls pay lazy loads
         service.answer(ChatRequest(message=warm, channel="batch"))
-    service.cache.clear()
+    runtime.state.cache_clear()
     requests = _requests(sizes)
-    log(f"  routing {len(requests)} messages in process (demo KB, {len(service.kb)} answers)")
+    log(f"  routing {len(requests)} messages in process (demo KB, {len(runtime.kb)} answers)")
     rows = []
     deadline = time.perf_counter() + sizes.routing_budget_s
     for request in requests:
@@ -64,7 +64,7 @@ def run_routing(service, sizes, log: Callable[[str], None]) -> dict:
                for r in rows if r.route == "small"]
     return {
         "queries": len(rows), "planned_queries": len(requests), "stopped_at_budget": len(rows) < len(requests),
-        "kb": "demo (knowledge/demo), temp TANDEM_HOME", "kb_answers": len(service.kb),
+        "kb": "demo (knowledge/demo), temp TANDEM_HOME", "kb_answers": len(runtime.kb),
         "stages_ms": per_stage,
         "routing_overhead_ms": pct(overhead),
         "routing_overhead_definition": "guard + cache + rules + embed + score per message (stages it ran); "
@@ -77,8 +77,9 @@ def run_routing(service, sizes, log: Callable[[str], None]) -> dict:
     }
 
 
-def run_profile(service, sizes, out_path: Path, log: Callable[[str], None]) -> dict:
+def run_profile(runtime, sizes, out_path: Path, log: Callable[[str], None]) -> dict:
     """Profile `TandemService.answer` over fresh messages (no cache hits) and name the hot spots."""
+    service = runtime.service
     from pyinstrument import Profiler
 
     # mixed_queries is prefix-stable: the slice after the routing queries is unseen by the service.
@@ -99,18 +100,16 @@ def run_profile(service, sizes, out_path: Path, log: Callable[[str], None]) -> d
         log(f"  profile budget of {sizes.profile_budget_s:.0f} s spent after {profiled} messages")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(profiler.output_text(unicode=True, color=False, show_all=False))
-    return {"queries": profiled, "report": str(out_path), **hot_spots(profiler.last_session.root_frame()),
-            "embed_ms_by_torch_threads": embed_threads(queries[:30])}
+    session = profiler.last_session
+    return {"queries": profiled, "report": str(out_path), **hot_spots(session.root_frame() if session else None),
+            "embed_ms_by_torch_threads": embed_threads(runtime.encoder, queries[:30])}
 
 
-def embed_threads(queries) -> dict:
+def embed_threads(model, queries) -> dict:
     """One-message MiniLM embedding at 1 torch thread vs the default, interleaved so both see the same load:
     evidence for the thread setting suggested to the lead (the service itself is not changed)."""
     import torch
 
-    from tandem.models import embedder
-
-    model = embedder()
     default = torch.get_num_threads()
     samples: dict[int, list[float]] = {1: [], default: []}
     try:
@@ -118,7 +117,7 @@ def embed_threads(queries) -> dict:
             for threads in ((1, default) if index % 2 else (default, 1)):
                 torch.set_num_threads(threads)
                 began = time.perf_counter()
-                model.encode(query.text)  # encode, not encode_one: the memo would hide the second call
+                model.encode_queries([query.text])  # not encode_query: the memo would hide the second call
                 samples[threads].append((time.perf_counter() - began) * 1000)
     finally:
         torch.set_num_threads(default)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import FULL, QUICK, Clock, app_env, isolate, machine_info, rng
@@ -71,7 +71,7 @@ def spare_questions(sizes) -> list[str]:
     """More fresh FAQ-style messages for the app: Bitext train paraphrases (those left out of a shrunken KB
     first). They are not pre-routed; the throughput table reports the share actually answered by the path."""
     from bench.traffic import limited
-    from chains import datasets as ds
+    from offline import datasets as ds
 
     train = ds.bitext("train")
     in_kb = {q.text for q in limited(train, sizes.bitext_kb_questions)}
@@ -100,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     clock = Clock()
     tmp = Path(tempfile.mkdtemp(prefix="tandem-bench-"))
 
-    from chains.llm.server import free_port
+    from tandem.processes import free_port
 
     llm_port, app_port = free_port(), free_port()
     homes = isolate(tmp, llm_port)
-    result: dict = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "quick": args.quick,
+    result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
                     "machine": machine_info()}
     log(f"{'quick' if args.quick else 'full'} run; temp homes under {tmp}; models from {homes['models']}")
     llm_server = app = None
@@ -129,18 +129,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
     from bench import http_load, policies, routing
-    from chains.llm.server import LLMServer
-    from tandem.bootstrap import bootstrap
-    from tandem.settings import get_settings
+    from chains.bootstrap import bootstrap
+    from chains.runtime import build_runtime
+    from core.settings import get_settings
+    from tandem.llm_server import LLMServer
 
     settings = get_settings()
-    for line in bootstrap(seed=True):
-        log("  " + line)
-
     # 1. Routing overhead per stage, then the profile, before any server competes for the cores.
-    from chains.service import TandemService
-
-    service = _section(result, "routing", clock, lambda: TandemService(use_llm=False))
+    service = _section(result, "routing", clock, lambda: build_runtime(settings, use_llm=False))
+    if service is not None:
+        for line in bootstrap(settings, service.kb, db=service.db):
+            log("  " + line)
     timings = _section(result, "routing", clock, routing.run_routing, service, sizes, log) if service else None
     if timings:
         result["routing"] = {k: v for k, v in timings.items() if not k.startswith("_")}

@@ -22,13 +22,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
-from chains.llm.server import free_port
+from tandem.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CHAT = "/api/v1/chat"
@@ -107,7 +107,7 @@ def run_soak(url: str, duration_s: float, rate: float, count_rows: Callable[[], 
     if rss_end is not None:
         rss_samples.append(rss_end)
     time.sleep(0.5)  # rows are written before each answer returns; this only lets the last commit land
-    rows_added = count_rows() - rows_before if count_rows else None
+    rows_added = count_rows() - rows_before if count_rows and rows_before is not None else None
 
     errors = [r for r in results if r["status"] != 200]
     by_route: dict[str, dict[str, int]] = {}
@@ -126,8 +126,8 @@ def run_soak(url: str, duration_s: float, rate: float, count_rows: Callable[[], 
         "client_ms": {"p50": _pct(latencies, 0.5), "p95": _pct(latencies, 0.95), "p99": _pct(latencies, 0.99),
                       "max": round(max(latencies), 1) if latencies else None},
         "rss_mib": {"start": rss_start, "end": rss_end, "peak_sampled": max(rss_samples) if rss_samples else None,
-                    "growth_mib": round(rss_end - rss_start, 1) if rss_start is not None else None,
-                    "growth_pct": round(100 * (rss_end - rss_start) / rss_start, 1) if rss_start else None},
+                    "growth_mib": round(rss_end - rss_start, 1) if rss_start and rss_end else None,
+                    "growth_pct": round(100 * (rss_end - rss_start) / rss_start, 1) if rss_start and rss_end else None},
     }
     return summary
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from chains import datasets as ds
-from chains.datasets import Query
-
 from bench.common import rng
+from offline import datasets as ds
+from offline.datasets import Query
 
 # Alice owns these demo orders (knowledge/demo/orders.csv): the order tool answers her, nobody else.
 TOOL_USER = "alice"
@@ -14,7 +13,7 @@ TOOL_MESSAGES = ("Where is my order NW-104233?", "What is the status of order NW
                  "When will order NW-104233 arrive?")
 
 
-def mixed_queries(n: int, exclude: set[str] = frozenset()) -> list[Query]:
+def mixed_queries(n: int, exclude: frozenset[str] | set[str] = frozenset()) -> list[Query]:
     """`n` distinct test queries, interleaved from every dataset so each slice looks like mixed traffic."""
     pools = [ds.bitext("test"), ds.clinc("test"), ds.banking("test"), ds.hint3("test"), ds.tau_bench(("test",))]
     shuffle = rng()

@@ -1,1 +1,2 @@
-"""Router chain: guard, cache, rules, learned score and threshold, then the small tier or the LLM tier (LCEL)."""
+"""The routing runtime: the LCEL router chain (guard, cache, rules/tools, routers, threshold, load gate, tiers),
+the LLM client, the shared state, and the service and composition root that serve it."""

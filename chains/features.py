@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from chains.pii import EMAIL, ORDER_ID, PHONE
+from core.pii import EMAIL, MASKED, ORDER_ID, PHONE
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")
@@ -36,7 +36,10 @@ FEATURE_NAMES = ("log_chars", "n_words", "n_clauses", "n_questions", "q_why", "q
 def message_features(text: str, has_history: bool = False) -> dict[str, float]:
     words = _WORD.findall(text)
     clauses = [c for c in _CLAUSE_SPLIT.split(text) if c and c.strip() and len(c.strip()) > 2]
-    entities = len(ORDER_ID.findall(text)) + len(EMAIL.findall(text)) + len(PHONE.findall(text))
+    # Masked placeholders ("[order]") count too: the request log stores masked text, and retraining on it must
+    # see the same entities the live router saw.
+    entities = (len(ORDER_ID.findall(text)) + len(EMAIL.findall(text)) + len(PHONE.findall(text))
+                + len(MASKED.findall(text)))
     follow_up = bool(has_history and len(words) <= 12 and _FOLLOW_UP.search(text.strip()))
     return {
         "log_chars": math.log1p(len(text)),

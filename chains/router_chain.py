@@ -1,90 +1,48 @@
-"""The router chain, in LCEL: guard -> cache -> rules -> score -> threshold -> load gate -> tier.
+"""The router chain, in LCEL: guard -> cache -> rules -> score -> threshold -> load gate -> tier -> remember.
 
-Each stage is a `RunnableLambda` over one mutable :class:`Turn`; a stage that settles the answer marks the
-turn done and later stages pass it through. The last step returns the next runnable (small tier or LLM
-tier), which is LCEL's way to route. Every stage appends to ``turn.trace`` and times itself, so the request
-log can explain each decision.
+One path serves every caller. ``stream(turn)`` yields the answer's text as it is produced and then the
+finished :class:`~chains.turn.Turn`; ``invoke(turn)`` is the same stream with the text dropped. The HTTP
+API, the chat UI, the CLI and batch routing all go through it, so a new stage is added in one place.
+
+The deciding stages are ``RunnableLambda``s over one mutable Turn; a stage that settles the answer marks
+the turn done and later stages pass it through. The tier step returns the next runnable (LCEL's way to
+route), and LCEL streams whatever that runnable yields. Stages after generation are generators that pass
+text through and act on the final Turn.
 """
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 import numpy as np
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
 from chains import tiers
 from chains.cache import ResponseCache
 from chains.features import message_features
 from chains.guard import check_input
+from chains.llm.base import LLM, LLMResult, LLMUnavailable
 from chains.routers.base import RouteContext, Router
 from chains.rules import TOOLS, RuleBook
-from chains.schema import ChatRequest
-from storage.settings_store import Thresholds
+from chains.schema import Decided
+from chains.turn import Turn, timed
+from knowledge.base import KnowledgeBase
+from storage.db import Database
 
-
-@dataclass
-class Turn:
-    request: ChatRequest
-    thresholds: Thresholds
-    history: list[dict[str, str]] = field(default_factory=list)
-    text: str = ""
-    query: str = ""                      # what retrieval sees: the text, plus the last turn for follow-ups
-    vector: np.ndarray | None = None
-    hits: Sequence[Any] = ()
-    route: str = ""
-    plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
-    answer: str = ""
-    draft: tiers.Draft | None = None
-    sources: list[dict[str, Any]] = field(default_factory=list)
-    scores: dict[str, float] = field(default_factory=dict)
-    reasons: list[str] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
-    latency_ms: dict[str, float] = field(default_factory=dict)
-    degraded: bool = False
-    fallback: bool = False
-    cache_hit: bool = False
-    kb_version: str = ""
-    model: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str = ""
-    done: bool = False
-
-    @property
-    def cache_key(self) -> str:
-        """Cached answers belong to one KB version and one routing policy: a change to either retires them."""
-        return f"{self.kb_version}:{self.thresholds.version}"
-
-    def note(self, stage: str, decision: str, **detail: Any) -> None:
-        self.trace.append({"stage": stage, "decision": decision, "detail": detail,
-                           "ms": round(self.latency_ms.get(stage, 0.0), 3)})
-
-    def finish(self, route: str, answer: str, reason: str) -> "Turn":
-        self.route, self.answer, self.done = route, answer, True
-        self.reasons.append(reason)
-        return self
-
-
-@contextmanager
-def timed(turn: Turn, stage: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        turn.latency_ms[stage] = turn.latency_ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000
+CACHEABLE_ROUTES = ("small", "llm")
+CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
 class RouterChain:
-    """Holds the parts; `decide` and `generate` are the LCEL runnables built from them."""
+    """Holds the parts; ``decide``, ``route_only`` and ``chain`` are the LCEL runnables built from them."""
 
-    def __init__(self, kb, router: Router, embed, cache: ResponseCache | None, rules: RuleBook | None,
-                 llm=None, max_chars: int = 4000, top_k: int = 3, run_tools: bool = True):
-        self.kb, self.router, self.embed, self.cache, self.rules, self.llm = kb, router, embed, cache, rules, llm
-        self.run_tools = run_tools
+    def __init__(self, *, kb: KnowledgeBase, router: Callable[[], Router], cache: ResponseCache | None,
+                 rules: RuleBook | None, llm: LLM | None, db: Database | None,
+                 embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
+                 run_tools: bool = True):
+        self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
+        self.embed = embed or kb.encoder.encode_query
+        self.run_tools = run_tools and db is not None
         self.max_chars, self.top_k = max_chars, top_k
         stages = [self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate]
         runnables = [RunnableLambda(stage, name=stage.__name__.strip("_")) for stage in stages]
@@ -93,12 +51,25 @@ class RouterChain:
         for runnable in runnables[1:-1]:
             self.route_only = self.route_only | runnable
         self.decide: Runnable = self.route_only | runnables[-1]
-        self.small_tier: Runnable = RunnableLambda(self._small_tier, name="small_tier")
-        self.llm_tier: Runnable = RunnableLambda(self._llm_tier, name="llm_tier")
-        self.generate: Runnable = RunnableLambda(self._select_tier, name="select_tier")
-        self.chain: Runnable = self.decide | self.generate
+        self.settled_tier: Runnable = RunnableGenerator(self._settled, name="settled")
+        self.small_tier: Runnable = RunnableGenerator(self._small_tier, name="small_tier")
+        self.llm_tier: Runnable = RunnableGenerator(self._llm_tier, name="llm_tier")
+        self.chain: Runnable = (self.decide | RunnableLambda(self._select_tier, name="select_tier")
+                                | RunnableGenerator(self._remember, name="remember"))
 
-    # --- stages ------------------------------------------------------------------------------------
+    # --- the one serving path -----------------------------------------------------------------------
+    def stream(self, turn: Turn) -> Iterator[str | Decided | Turn]:
+        """The decision (once the route is known), text pieces as they are produced, then the finished Turn."""
+        yield from self.chain.stream(turn)
+
+    def invoke(self, turn: Turn) -> Turn:
+        final = turn
+        for item in self.stream(turn):
+            if isinstance(item, Turn):
+                final = item
+        return final
+
+    # --- deciding stages ----------------------------------------------------------------------------
     def _guard(self, turn: Turn) -> Turn:
         if turn.done:  # refused before the chain (rate limit)
             return turn
@@ -137,11 +108,11 @@ class RouterChain:
         if self.cache is None or follow_up:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else "disabled")
             return turn
-        if hit is None:
+        if hit is None and turn.vector is not None:
             with timed(turn, "cache"):
                 hit = self.cache.lookup(turn.text, turn.vector, turn.cache_key, turn.thresholds.cache_similarity)
         if hit is None:
-            turn.note("cache", "miss", entries=len(self.cache))
+            turn.note("cache", "miss")
             return turn
         turn.cache_hit = True
         turn.sources = list(hit.payload.get("sources", []))
@@ -156,8 +127,8 @@ class RouterChain:
             return turn
         with timed(turn, "rules"):
             rule = self.rules.match(turn.text)
-            run = rule is not None and rule.route == "tool" and self.run_tools
-            result = TOOLS[rule.tool](turn.text, turn.request.user_id) if run else None
+            run = rule is not None and rule.route == "tool" and self.run_tools and self.db is not None
+            result = TOOLS[rule.tool](turn.text, turn.request.user_id, self.db) if run and rule and self.db else None
         if rule is None:
             turn.note("rules", "no rule matched")
             return turn
@@ -177,12 +148,13 @@ class RouterChain:
         with timed(turn, "retrieve"):
             turn.hits = self.kb.search(turn.query, k=self.top_k, vector=turn.vector)
         with timed(turn, "score"):
+            router = self.router()
             context = RouteContext(vector=turn.vector, hits=turn.hits,
                                    history=[t["content"] for t in turn.history if t["role"] == "user"])
-            p_llm = self.router.score(turn.query, context)
+            p_llm = router.score(turn.query, context)
         turn.scores.update(p_llm=round(p_llm, 4), kb_top=round(context.kb_top, 4),
                            kb_margin=round(context.kb_margin, 4))
-        turn.note("score", f"p_llm={p_llm:.3f}", router=self.router.name, kb_top=round(context.kb_top, 4),
+        turn.note("score", f"p_llm={p_llm:.3f}", router=router.name, kb_top=round(context.kb_top, 4),
                   kb_margin=round(context.kb_margin, 4),
                   top_answers=[h.answer_id for h in turn.hits])
         return turn
@@ -195,8 +167,14 @@ class RouterChain:
         turn.draft = tiers.draft_answer(turn.text, turn.hits)
         quality = tiers.draft_quality(turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
         turn.scores["draft_quality"] = round(quality, 4)
-        if turn.plan == "llm":
-            decision = "llm (rule)"
+        mode = turn.request.mode
+        if mode != "routed":  # the caller chose the tier (OpenAI models tandem-small / tandem-llm)
+            turn.plan = mode
+            decision = f"{mode}: tier chosen by the caller (p_llm {p_llm:.3f}, tau {tau})"
+            if mode == "small" and p_llm >= tau:
+                turn.no_fit = True
+        elif turn.plan in ("llm", "small"):  # an operator's rule decided
+            decision = f"{turn.plan} (rule)"
         elif p_llm >= tau:
             turn.plan, decision = "llm", f"llm: p_llm {p_llm:.3f} >= tau {tau}"
         elif quality < turn.thresholds.rewrite_threshold:
@@ -227,42 +205,87 @@ class RouterChain:
             turn.reasons.append(f"degraded: {why}")
         return turn
 
-    # --- tiers -------------------------------------------------------------------------------------
-    def _select_tier(self, turn: Turn) -> Runnable | Turn:
+    # --- tiers --------------------------------------------------------------------------------------
+    def _select_tier(self, turn: Turn) -> Runnable:
         if turn.done:
-            return turn
+            return self.settled_tier
         return self.small_tier if turn.plan == "small" else self.llm_tier
 
-    def _small_tier(self, turn: Turn) -> Turn:
-        draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
-        turn.sources = draft.sources
-        answer = f"{draft.text}\n\n{tiers.DEGRADED_NOTICE}" if turn.degraded else draft.text
-        turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
-        return turn.finish("small", answer, "tier: small (knowledge-base draft)")
+    @staticmethod
+    def _settled(turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+        """Guard, cache and tool answers: already complete; say them at once."""
+        for turn in turns:
+            yield turn.decided()
+            if turn.answer:
+                yield turn.answer
+            yield turn
+
+    def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+        for turn in turns:
+            yield turn.decided()
+            draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
+            turn.sources = draft.sources
+            answer = draft.text
+            if turn.no_fit:
+                answer = f"{tiers.NO_FIT_NOTICE}\n\n{answer}"
+            if turn.degraded:
+                answer = f"{answer}\n\n{tiers.DEGRADED_NOTICE}"
+            turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
+            turn.finish("small", answer, "tier: small (knowledge-base draft)")
+            yield answer
+            yield turn
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
         draft = turn.draft.text if turn.plan == "rewrite" and turn.draft else None
         return tiers.llm_messages(turn.text, turn.hits, turn.history, draft)
 
-    def _llm_tier(self, turn: Turn) -> Turn:
-        from chains.llm.client import LLMUnavailable
+    def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+        for turn in turns:
+            assert self.llm is not None  # the load gate sends no turn here without an LLM
+            yield turn.decided()
+            produced: list[str] = []
+            result: LLMResult | None = None
+            request = turn.request
+            try:
+                with timed(turn, "generate"):
+                    for item in self.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"),
+                                                cancel=turn.cancel, max_tokens=request.max_tokens,
+                                                temperature=request.temperature, user_id=request.user_id):
+                        if isinstance(item, LLMResult):
+                            result = item
+                        else:
+                            produced.append(item)
+                            yield item
+            except LLMUnavailable as exc:
+                if produced:  # the customer saw a partial answer: say plainly what follows
+                    yield CONNECTION_DROPPED
+                self.fall_back(turn, exc.reason)
+                yield turn.answer
+                yield turn
+                continue
+            if result is None:
+                self.fall_back(turn, "LLM stream ended without a result")
+                yield turn.answer
+            else:
+                self.finish_llm(turn, result)
+            yield turn
 
-        try:
-            with timed(turn, "generate"):
-                result = self.llm.complete(self.llm_request(turn), score=turn.scores.get("p_llm"))
-        except LLMUnavailable as exc:
-            return self.fall_back(turn, exc.reason)
-        return self.finish_llm(turn, result)
-
-    def finish_llm(self, turn: Turn, result) -> Turn:
+    def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
             result.completion_tokens
         turn.sources = turn.draft.sources if turn.draft else []
         turn.scores["llm_attempts"] = result.attempts
-        turn.note("rewrite" if turn.plan == "rewrite" else "tier", f"llm ({result.tier})", model=result.model,
-                  tokens=result.prompt_tokens + result.completion_tokens, ttft_ms=round(result.ttft_ms, 1))
+        turn.finish_reason = "length" if result.finish_reason == "length" else "stop"
+        rewrite = turn.plan == "rewrite"
+        turn.note("rewrite" if rewrite else "tier", f"llm ({result.tier})", model=result.model,
+                  tokens=result.prompt_tokens + result.completion_tokens, ttft_ms=round(result.ttft_ms, 1),
+                  finish_reason=result.finish_reason)
+        if result.cancelled:
+            turn.cancelled = True
+            return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
+                                                           "engine's request was aborted")
         return turn.finish("llm", result.text.strip() or tiers.NO_ANSWER,
-                           "tier: llm rewrite of the draft" if turn.plan == "rewrite" else "tier: llm answer")
+                           "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
         turn.fallback, turn.error = True, reason
@@ -270,3 +293,18 @@ class RouterChain:
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
         return turn.finish("small", f"{tiers.FALLBACK_NOTICE}\n\n{draft.text}", f"fallback: {reason}")
+
+    # --- after the answer ---------------------------------------------------------------------------
+    def _remember(self, items: Iterator[str | Decided | Turn]) -> Iterator[str | Decided | Turn]:
+        """Store a complete, ordinary answer in the cache (the chain owns lookup and store alike)."""
+        for item in items:
+            if isinstance(item, Turn) and self.cache is not None and item.vector is not None and self._cacheable(item):
+                with timed(item, "remember"):
+                    self.cache.store(item.text, item.vector, item.cache_key,
+                                     {"answer": item.answer, "sources": item.sources, "origin": item.route})
+            yield item
+
+    def _cacheable(self, turn: Turn) -> bool:
+        return (self.cache is not None and turn.route in CACHEABLE_ROUTES and not turn.degraded
+                and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
+                and turn.query == turn.text and bool(turn.answer))

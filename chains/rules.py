@@ -6,18 +6,23 @@ The order tool only shows an order to the user it belongs to; to anyone else the
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from sqlmodel import select
 
-from chains.pii import order_ids
-from storage.db import session_scope
+from core.pii import order_ids
+from storage.db import Database
 from storage.tables import Order
-from tandem.settings import get_settings
+
+log = logging.getLogger(__name__)
+ROUTES = ("tool", "llm", "small")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -39,8 +44,11 @@ class Rule:
 
 @dataclass
 class RuleBook:
-    path: Path = field(default_factory=lambda: get_settings().rules_path)
+    """The rules in ``path``, re-read whenever the file changes on disk (an operator's edit goes live)."""
+
+    path: Path
     rules: list[Rule] = field(default_factory=list)
+    problem: str = ""  # why the file on disk is not in use (the last good rules still are)
     _mtime: float = -1.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -56,12 +64,29 @@ class RuleBook:
         if mtime == self._mtime:
             return
         with self._lock:
-            data = yaml.safe_load(self.path.read_text(encoding="utf-8")) or {}
-            self.rules = [Rule(name=r["name"], route=r["route"], reason=r.get("reason", ""), tool=r.get("tool", ""),
-                               pattern=re.compile(r["pattern"], re.IGNORECASE) if r.get("pattern") else None,
-                               keywords=tuple(k.lower() for k in r.get("keywords", [])))
-                          for r in data.get("rules", [])]
             self._mtime = mtime
+            try:
+                self.rules = parse_rules(self.path.read_text(encoding="utf-8"))
+                self.problem = ""
+            except (OSError, ValueError, KeyError, TypeError, re.error, yaml.YAMLError) as exc:
+                # A typo in the file must not stop answers: keep the last good rules and say why.
+                self.problem = f"{self.path}: {exc.__class__.__name__}: {exc}"[:300]
+                log.error("rules not reloaded: %s", self.problem)
+
+
+def parse_rules(text: str) -> list[Rule]:
+    data = yaml.safe_load(text) or {}
+    rules = []
+    for raw in data.get("rules", []):
+        route = raw["route"]
+        if route not in ROUTES:
+            raise ValueError(f"rule {raw.get('name')!r}: route must be one of {', '.join(ROUTES)}, got {route!r}")
+        if route == "tool" and raw.get("tool") not in TOOLS:
+            raise ValueError(f"rule {raw.get('name')!r}: unknown tool {raw.get('tool')!r}; known: {', '.join(TOOLS)}")
+        rules.append(Rule(name=raw["name"], route=route, reason=raw.get("reason", ""), tool=raw.get("tool", ""),
+                          pattern=re.compile(raw["pattern"], re.IGNORECASE) if raw.get("pattern") else None,
+                          keywords=tuple(k.lower() for k in raw.get("keywords", []))))
+    return rules
 
 
 @dataclass(frozen=True)
@@ -70,13 +95,13 @@ class ToolResult:
     detail: dict
 
 
-def order_status(text: str, user_id: str) -> ToolResult:
+def order_status(text: str, user_id: str, db: Database) -> ToolResult:
     """Read the order named in the message, for its owner only."""
     wanted = order_ids(text)
     if not wanted:
         return ToolResult("Please tell me your order number (it looks like NW-123456).", {"found": False})
     order_id = wanted[0]
-    with session_scope() as session:
+    with db.session() as session:
         order = session.exec(select(Order).where(Order.order_id == order_id)).first()
     if order is None or not user_id or order.user_id != user_id:
         return ToolResult(f"I can't find order {order_id} on your account. Please check the number, or sign in "
@@ -90,4 +115,4 @@ def order_status(text: str, user_id: str) -> ToolResult:
     return ToolResult(" ".join(parts), {"found": True, "order_id": order_id, "status": order.status})
 
 
-TOOLS = {"order_status": order_status}
+TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status}

@@ -1,4 +1,4 @@
-"""What goes into the chain and what comes out. `tandem ask --json`, the HTTP API and the UI share it."""
+"""What goes into the service and what comes out: every front end (CLI, HTTP APIs, chat UI) speaks these."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 Route = Literal["guard", "cache", "tool", "small", "llm"]
+# routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
+# rules and logging apply to every mode.
+Mode = Literal["routed", "small", "llm"]
 
 
 class ChatRequest(BaseModel):
@@ -18,6 +21,11 @@ class ChatRequest(BaseModel):
     modality: str = "text"                    # text, or e.g. "text+image", "audio"
     extracted: list[str] = Field(default_factory=list)  # text read from attachments (OCR, speech), shown to users
     attachment_errors: list[str] = Field(default_factory=list)  # clear messages for files we could not read
+    mode: Mode = "routed"
+    # Earlier turns as [{"role", "content"}]; None means the session's stored history (the chat UI, /api/v1).
+    history: list[dict[str, str]] | None = None
+    max_tokens: int | None = Field(None, ge=1, le=4096)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
 
     @field_validator("message", "session_id", "user_id", "extracted", mode="after")
     @classmethod
@@ -37,6 +45,14 @@ def _valid_unicode(text: str) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+class Decided(BaseModel):
+    """Streamed before the answer's first piece: the route is known (front ends can send headers now)."""
+
+    request_id: str
+    route: Route
+    degraded: bool = False
+
+
 class Source(BaseModel):
     answer_id: str
     title: str
@@ -53,10 +69,18 @@ class ChatResponse(BaseModel):
     latency_ms: dict[str, float] = Field(default_factory=dict)
     degraded: bool = False
     fallback: bool = False
+    cancelled: bool = False
     trace: list[dict[str, Any]] = Field(default_factory=list)
     session_id: str = ""
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str = "stop"  # "length" when an LLM answer was cut at the token limit
 
     def public(self) -> dict[str, Any]:
         """The documented shape of `tandem ask --json` and `POST /api/v1/chat`."""
-        return self.model_dump(include={"request_id", "route", "answer", "sources", "scores", "reasons",
-                                        "latency_ms", "degraded", "fallback", "session_id"})
+        return self.model_dump(include=PUBLIC_FIELDS)
+
+
+PUBLIC_FIELDS = {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms", "degraded",
+                 "fallback", "session_id"}

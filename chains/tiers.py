@@ -7,21 +7,26 @@ retrieved context (progressive generation) or answers a request the knowledge ba
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from chains.guard import strip_planted_instructions
-from chains.pii import order_ids
+from core.pii import order_ids
 
 _PLACEHOLDER = re.compile(r"\{order_id\}")
 _CONTENT_WORD = re.compile(r"[a-z]{3,}|[\u3400-\u9fff]", re.IGNORECASE)
-_STOP = frozenset("the and for you your can how what with have has are was this that from does where when "
-                  "please want need would could should about into there their they them will just get".split())
+_STOP = frozenset((
+    "the", "and", "for", "you", "your", "can", "how", "what", "with", "have", "has", "are", "was", "this",
+    "that", "from", "does", "where", "when", "please", "want", "need", "would", "could", "should", "about",
+    "into", "there", "their", "they", "them", "will", "just", "get"))
 
 FALLBACK_NOTICE = ("Our assistant is busy right now, so here is the closest answer from our help center. "
                    "If it does not help, press \"Talk to a human\".")
+NO_FIT_NOTICE = ("This is the closest answer in our help center; it may not fully cover your question. "
+                 "If it does not help, press \"Talk to a human\".")
 DEGRADED_NOTICE = "(Answered from our help center while our assistant is under heavy load.)"
 NO_ANSWER = ("I'm not sure our help center covers that. I can connect you with a colleague: press "
              "\"Talk to a human\", or write to support@northwind.example.")

@@ -22,7 +22,7 @@ if str(_REPO) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from console import auth, ui  # noqa: E402
-from tandem.errors import TandemError  # noqa: E402
+from core.errors import TandemError  # noqa: E402
 
 SIGNED_IN_KEY = "console_signed_in"
 
@@ -38,7 +38,7 @@ def sign_in_page() -> None:
     if not submitted:
         return
     try:
-        outcome = auth.sign_in(password, operator.strip() or "operator")
+        outcome = auth.sign_in(ui.db().init(), password, operator.strip() or "operator")
     except TandemError as exc:
         st.error(str(exc))
         return

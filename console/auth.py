@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Optional
+from datetime import datetime, timedelta
 
-from sqlmodel import Field, Session, SQLModel, select
+from sqlmodel import Session, col, select
 
-from storage.db import get_engine
-from tandem.settings import get_settings
+from core.settings import get_settings
+from storage.db import Database
+from storage.tables import ConsoleLogin, utcnow
 
 FREE_FAILURES = 5
 FAILURE_MEMORY_S = 300.0
@@ -26,28 +26,11 @@ BASE_LOCK_S = 30.0
 MAX_LOCK_S = 900.0
 
 
-def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class ConsoleLogin(SQLModel, table=True):
-    __tablename__ = "console_logins"
-
-    id: Optional[int] = Field(default=None, primary_key=True)
-    created_at: datetime = Field(default_factory=_utcnow, index=True)
-    operator: str = ""
-    ok: bool = False
-
-
 @dataclass(frozen=True)
 class SignIn:
     ok: bool
     message: str
     locked_for_s: float = 0.0
-
-
-def ensure_table() -> None:
-    SQLModel.metadata.create_all(get_engine(), tables=[ConsoleLogin.__table__])
 
 
 def password_matches(password: str) -> bool:
@@ -58,12 +41,12 @@ def password_matches(password: str) -> bool:
 def _failure_streak(session: Session, now: datetime) -> list[datetime]:
     """Failure times since the last success, oldest first, within the memory window (extended by locks)."""
     last_ok = session.exec(select(ConsoleLogin.created_at).where(ConsoleLogin.ok == True)  # noqa: E712
-                           .order_by(ConsoleLogin.created_at.desc()).limit(1)).first()
+                           .order_by(col(ConsoleLogin.created_at).desc()).limit(1)).first()
     # The memory reaches back far enough that a growing lock is never forgotten while it lasts.
     horizon = now - timedelta(seconds=FAILURE_MEMORY_S + MAX_LOCK_S)
     since = max(horizon, last_ok) if last_ok else horizon
     rows = session.exec(select(ConsoleLogin.created_at).where(ConsoleLogin.ok == False)  # noqa: E712
-                        .where(ConsoleLogin.created_at > since).order_by(ConsoleLogin.created_at)).all()
+                        .where(ConsoleLogin.created_at > since).order_by(col(ConsoleLogin.created_at))).all()
     return list(rows)
 
 
@@ -83,19 +66,17 @@ def _locked_for(streak: list[datetime], now: datetime) -> float:
     return max(0.0, (until - now).total_seconds())
 
 
-def locked_for_s(now: datetime | None = None) -> float:
+def locked_for_s(db: Database, now: datetime | None = None) -> float:
     """Seconds until sign-in is allowed again (0 when not locked)."""
-    ensure_table()
-    now = now or _utcnow()
-    with Session(get_engine()) as session:
+    now = now or utcnow()
+    with db.session() as session:
         return _locked_for(_failure_streak(session, now), now)
 
 
-def sign_in(password: str, operator: str, now: datetime | None = None) -> SignIn:
+def sign_in(db: Database, password: str, operator: str, now: datetime | None = None) -> SignIn:
     """Check the password unless locked; record the attempt; say what happened in one line."""
-    ensure_table()
-    now = now or _utcnow()
-    with Session(get_engine()) as session:
+    now = now or utcnow()
+    with db.session() as session:
         wait = _locked_for(_failure_streak(session, now), now)
         if wait > 0:
             return SignIn(False, f"Too many failed sign-ins. Try again in {int(wait) + 1} s.", wait)

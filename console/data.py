@@ -1,18 +1,21 @@
 """What the console reads and writes: the request log as a flat DataFrame, feedback, handoffs, app health.
 
-Text in the log is PII-masked upstream by the chain; the console shows it as stored.
+Text in the log is PII-masked upstream by the service; feedback comments and hand-off notes are masked on
+write too, and again here (rows written before masking existed).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import select
 
-from storage.db import get_engine, session_scope
-from storage.tables import Feedback, Handoff, RequestLog
+from core.pii import mask
+from core.settings import get_settings
+from storage.db import Database
+from storage.tables import Feedback, Handoff, RequestLog, table_of
 
 TIME_RANGES: dict[str, timedelta | None] = {
     "last 15 min": timedelta(minutes=15),
@@ -35,7 +38,7 @@ def since_for(range_label: str, now: datetime | None = None) -> datetime | None:
     if span is None:
         return None
     # SQLModel's datetime columns take and return timezone-aware UTC values.
-    return (now or datetime.now(timezone.utc)) - span
+    return (now or datetime.now(UTC)) - span
 
 
 def _as_number(value: Any) -> float:
@@ -57,7 +60,7 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "user_id": row.get("user_id") or "", "channel": row.get("channel") or "",
             "text": row.get("text") or "", "answer": row.get("answer") or "", "route": row.get("route") or "",
             "degraded": bool(row.get("degraded")), "fallback": bool(row.get("fallback")),
-            "cache_hit": bool(row.get("cache_hit")), "total_ms": total,
+            "cache_hit": bool(row.get("cache_hit")), "cancelled": bool(row.get("cancelled")), "total_ms": total,
             "model": row.get("model") or "", "prompt_tokens": int(row.get("prompt_tokens") or 0),
             "completion_tokens": int(row.get("completion_tokens") or 0), "error": row.get("error") or "",
             "kb_version": row.get("kb_version") or "", "settings_version": int(row.get("settings_version") or 0),
@@ -77,49 +80,55 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 _COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "degraded",
-            "fallback", "cache_hit", "total_ms", "model", "prompt_tokens", "completion_tokens", "error",
+            "fallback", "cache_hit", "cancelled", "total_ms", "model", "prompt_tokens", "completion_tokens", "error",
             "kb_version", "settings_version", "scores", "reasons", "trace", "sources", "latency",
             *SCORE_KEYS, *(f"ms_{s}" for s in STAGES), "sched_ms"]
 
 
-def load_requests(since: datetime | None = None, limit: int = ROW_LIMIT) -> pd.DataFrame:
+def load_requests(db: Database, since: datetime | None = None, limit: int = ROW_LIMIT) -> pd.DataFrame:
     """Newest first; one query for the whole page (core select: no ORM objects for thousands of rows)."""
-    table = RequestLog.__table__
+    table = table_of(RequestLog)
     query = select(table).order_by(table.c.created_at.desc()).limit(limit)
     if since is not None:
         query = query.where(table.c.created_at >= since)
-    with get_engine().connect() as conn:
+    with db.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(query)]
     return flatten_requests(rows)
 
 
-def load_feedback(since: datetime | None = None) -> pd.DataFrame:
-    table = Feedback.__table__
+def load_feedback(db: Database, since: datetime | None = None) -> pd.DataFrame:
+    table = table_of(Feedback)
     query = select(table.c.request_id, table.c.rating, table.c.comment, table.c.created_at)
     if since is not None:
         query = query.where(table.c.created_at >= since)
-    with get_engine().connect() as conn:
+    with db.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(query)]
+    rows = [{**row, "comment": _masked(row.get("comment"))} for row in rows]
     return pd.DataFrame(rows, columns=["request_id", "rating", "comment", "created_at"])
 
 
-def feedback_for(request_id: str) -> list[dict[str, Any]]:
-    table = Feedback.__table__
-    with get_engine().connect() as conn:
+def _masked(text: str | None) -> str:
+    return mask(text or "") if get_settings().mask_pii else (text or "")
+
+
+def feedback_for(db: Database, request_id: str) -> list[dict[str, Any]]:
+    table = table_of(Feedback)
+    with db.engine.connect() as conn:
         rows = conn.execute(select(table).where(table.c.request_id == request_id))
-        return [dict(r._mapping) for r in rows]
+        return [{**dict(r._mapping), "comment": _masked(r.comment)} for r in rows]
 
 
-def open_handoffs() -> pd.DataFrame:
-    table = Handoff.__table__
-    with get_engine().connect() as conn:
+def open_handoffs(db: Database) -> pd.DataFrame:
+    table = table_of(Handoff)
+    with db.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(
             select(table).where(table.c.status == "open").order_by(table.c.created_at))]
+    rows = [{**row, "note": _masked(row.get("note"))} for row in rows]
     return pd.DataFrame(rows, columns=["id", "created_at", "session_id", "user_id", "request_id", "note", "status"])
 
 
-def mark_handoff_done(handoff_id: int) -> bool:
-    with session_scope() as session:
+def mark_handoff_done(db: Database, handoff_id: int) -> bool:
+    with db.session() as session:
         row = session.get(Handoff, handoff_id)
         if row is None:
             return False

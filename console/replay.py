@@ -197,7 +197,7 @@ def tau_for_latency_slo(data: ReplayData, latency: LatencyModel, slo_ms: float) 
     """The smallest tau whose modelled mean latency meets the SLO; (tau, latency_ms), or None if none does."""
     candidates = np.unique(np.concatenate([DEFAULT_GRID, np.clip(data.p_llm, 0.0, 1.0)]))
     shares = (data.p_llm[None, :] >= candidates[:, None]).mean(axis=1) if data.p_llm.size else np.zeros(candidates.size)
-    latencies = latency.at(1.0 - shares)
+    latencies = np.asarray(latency.at(1.0 - shares))
     ok = np.flatnonzero(latencies <= slo_ms)
     if not ok.size:
         return None

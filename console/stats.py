@@ -86,7 +86,7 @@ def source_hits(frame: pd.DataFrame) -> pd.DataFrame:
     """How many logged requests cited each knowledge-base answer."""
     counts: dict[str, int] = {}
     for sources in frame.get("sources", []):
-        for answer_id in {s.get("answer_id") for s in (sources or []) if isinstance(s, dict) and s.get("answer_id")}:
+        for answer_id in {str(s["answer_id"]) for s in (sources or []) if isinstance(s, dict) and s.get("answer_id")}:
             counts[answer_id] = counts.get(answer_id, 0) + 1
     return (pd.DataFrame(sorted(counts.items(), key=lambda kv: -kv[1]), columns=["answer_id", "hits"]))
 

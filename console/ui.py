@@ -6,11 +6,33 @@ import pandas as pd
 import streamlit as st
 
 from console import data
-from tandem.settings import get_settings
+from core.settings import get_settings
+from knowledge.base import KnowledgeBase
+from storage.db import Database, open_database
 
 OPERATOR_KEY = "console_operator"
 RANGE_KEY = "console_time_range"
 DEFAULT_RANGE = "last 24 h"
+
+
+def db() -> Database:
+    """The database of this console (one engine per URL and process)."""
+    return open_database(get_settings().db_url)
+
+
+@st.cache_resource(show_spinner="Opening the knowledge base…")
+def _knowledge_base(chroma_url: str, chroma_path: str, collection: str, encoder: str) -> KnowledgeBase:
+    from chains.runtime import open_kb
+    from core.encoders import load_encoder
+
+    settings = get_settings()
+    return open_kb(settings, load_encoder(encoder))
+
+
+def knowledge_base() -> KnowledgeBase:
+    """The same knowledge base the app serves (opened once per console process; it follows other writers)."""
+    s = get_settings()
+    return _knowledge_base(s.chroma_url, str(s.chroma_path), s.kb_collection, s.encoder)
 
 
 def operator() -> str:
@@ -26,12 +48,12 @@ def time_range() -> str:
 # ttl=2 keeps every page current within the app's own settings refresh period.
 @st.cache_data(ttl=2, show_spinner=False)
 def _requests(db_url: str, range_label: str) -> pd.DataFrame:
-    return data.load_requests(since=data.since_for(range_label))
+    return data.load_requests(open_database(db_url), since=data.since_for(range_label))
 
 
 @st.cache_data(ttl=2, show_spinner=False)
 def _feedback(db_url: str, range_label: str) -> pd.DataFrame:
-    return data.load_feedback(since=data.since_for(range_label))
+    return data.load_feedback(open_database(db_url), since=data.since_for(range_label))
 
 
 def requests_frame() -> pd.DataFrame:

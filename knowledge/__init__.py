@@ -1,1 +1,2 @@
-"""Knowledge base: ingest FAQ sources into Chroma and retrieve answers by hybrid (MiniLM + BM25) search."""
+"""Knowledge: FAQ sources parsed into answers and example questions, stored (Chroma) and searched (hybrid dense +
+BM25), behind the :class:`knowledge.base.KnowledgeBase` contract."""

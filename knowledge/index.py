@@ -1,4 +1,4 @@
-"""In-memory hybrid index: exact MiniLM cosine + BM25 (bm25s) over typo- and CJK-aware tokens.
+"""In-memory hybrid index: exact encoder cosine + BM25 (bm25s) over typo- and CJK-aware tokens.
 
 Pure computation over records and their embeddings; it knows nothing about Chroma, so the store can
 rebuild it from the collection and the tuning/eval code can build it from cached vectors.
@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+from core.text import CJK_RUN as _CJK_RUN
+from core.text import has_cjk
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Chinese function characters ("how", "what", question particles): on a small KB BM25's idf cannot
 # learn that they carry no topic, so "怎么申请退货" would match "忘记密码怎么办" on "怎么".
@@ -72,10 +74,6 @@ def ngram_tokens(text: str, ngram: int = 3) -> list[str]:
             padded = f"#{word}#"
             tokens.extend("g:" + padded[i:i + ngram] for i in range(len(padded) - ngram + 1))
     return tokens
-
-
-def has_cjk(text: str) -> bool:
-    return bool(_CJK_RUN.search(text))
 
 
 @dataclass(frozen=True)
@@ -145,7 +143,9 @@ class HybridIndex:
     support: list[bool] | None = None
 
     def __post_init__(self) -> None:
-        self.embeddings = np.ascontiguousarray(self.embeddings, dtype=np.float32).reshape(-1, 384)
+        self.embeddings = np.ascontiguousarray(self.embeddings, dtype=np.float32)
+        if self.embeddings.ndim != 2:
+            self.embeddings = self.embeddings.reshape(len(self.texts), -1)
         if len(self.texts) != len(self.embeddings) or len(self.texts) != len(self.answer_ids):
             raise ValueError("texts, answer_ids and embeddings must have the same length")
         self._answer_index = {a: i for i, a in enumerate(dict.fromkeys(self.answer_ids))}

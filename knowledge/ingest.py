@@ -1,8 +1,8 @@
 """Parse knowledge sources (answer CSVs, question CSVs, Markdown FAQs, plain text) into rows.
 
 Parsing is separate from writing: every file becomes good :class:`AnswerRow` / :class:`QuestionRow`
-items plus :class:`BadRow` complaints that name the file and row, and :func:`ingest` hands the good
-rows to the knowledge base in one batch. A bad row never stops the good ones.
+items plus :class:`BadRow` complaints that name the file and row, and the knowledge base's ``ingest``
+writes the good rows in one batch. A bad row never stops the good ones.
 
 Row numbers are line numbers as an editor or spreadsheet shows them: the CSV header is row 1.
 """
@@ -12,15 +12,13 @@ from __future__ import annotations
 import csv
 import re
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
 
 from pydantic import BaseModel
 
-from tandem.errors import TandemError
-
-if TYPE_CHECKING:
-    from knowledge.retrieval import KnowledgeBase
+from core.errors import TandemError
+from core.text import language_of
 
 CHUNK_CHARS = 500
 CHUNK_OVERLAP = 100
@@ -38,7 +36,13 @@ class AnswerRow(BaseModel):
     source: str = ""
     origin: str = "csv"  # csv | markdown | text: files of the last two kinds own all their entries
     searchable: bool = True  # False for label-only stubs (an eval KB built from questions alone)
+    lang: str = ""  # "en", "zh", ...; detected from the text when the file does not say
+    translation_of: str = ""  # answer_id of the same answer in another language (the small tier picks by language)
     row: int = 0  # where it came from, for error messages; not stored
+
+    def model_post_init(self, _context: object) -> None:
+        if not self.lang:
+            self.lang = language_of(f"{self.title} {self.answer}")
 
 
 class QuestionRow(BaseModel):
@@ -132,6 +136,7 @@ def parse_answers_csv(path: Path, rows: list[tuple[int, dict[str, str]]], id_col
         else:
             parsed.answers.append(AnswerRow(answer_id=answer_id, answer=answer, title=row.get("title", ""),
                                             category=row.get("category", ""), tags=row.get("tags", ""),
+                                            lang=row.get("lang", ""), translation_of=row.get("translation_of", ""),
                                             source=path.name, row=number))
     return parsed
 
@@ -289,23 +294,11 @@ def validate(files: list[ParsedFile], known_answers: dict[str, str]) -> tuple[li
     questions: list[QuestionRow] = []
     for parsed in files:
         name = Path(parsed.path).name
-        for row in parsed.questions:
-            if row.answer_id in answers or row.answer_id in known_answers:
-                questions.append(row)
+        for question in parsed.questions:
+            if question.answer_id in answers or question.answer_id in known_answers:
+                questions.append(question)
             else:
-                bad.append(BadRow(file=name, row=row.row,
-                                  reason=f"answer_id '{row.answer_id}' is not in the knowledge base"))
+                bad.append(BadRow(file=name, row=question.row,
+                                  reason=f"answer_id '{question.answer_id}' is not in the knowledge base"))
     bad.sort(key=lambda b: (b.file, b.row))
     return list(answers.values()), questions, bad
-
-
-def ingest(kb: "KnowledgeBase", paths: Iterable[Path | str], progress: bool = True) -> IngestReport:
-    """Parse every file, report bad rows, and upsert all good rows in one batch."""
-    files = [parse_file(p) for p in expand_paths(paths)]
-    # Answers first so a questions file may point at an answer from a file listed after it.
-    files.sort(key=lambda f: f.kind == "questions")
-    answers, questions, bad = validate(files, kb.answer_texts())
-    owned_sources = {Path(f.path).name for f in files if f.kind in ("markdown", "text")}
-    changed = kb._write(answers, questions, replace_sources=owned_sources, progress=progress)
-    return IngestReport(answers=len(answers), questions=len(questions), bad=bad, changed=changed,
-                        version=kb.version)

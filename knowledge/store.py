@@ -1,8 +1,8 @@
-"""Chroma access for the knowledge base: client, collection, and our MiniLM embedding function.
+"""Chroma access for the knowledge base: client, collection, and an embedding function that is our encoder.
 
 Chroma's default embedding function downloads an ONNX model on first use, which fails offline, so
-every create *and* get passes :class:`MiniLMEmbeddingFunction`. Records are added with precomputed
-embeddings (one batched MiniLM pass), so Chroma never has to embed anything itself.
+every create *and* get passes our own function. Records are added with precomputed embeddings (one
+batched encoder pass), so Chroma never has to embed anything itself.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tandem.errors import TandemError
+from core.encoders import Encoder
+from core.errors import TandemError
 
 VERSION_KEY = "tandem_version"
 
@@ -23,44 +24,46 @@ def _embedding_function_class():
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
     from chromadb.utils.embedding_functions import register_embedding_function
 
-    class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
-        """all-MiniLM-L6-v2 from the wheel via :func:`tandem.models.embedder` (L2-normalised, 384-d)."""
+    class TandemEmbeddingFunction(EmbeddingFunction[Documents]):
+        """The knowledge base's own encoder. Records are always added with their vectors, so Chroma calls this
+        only if someone queries the collection by text; passing it on create/get keeps Chroma from loading
+        (and downloading) its default model."""
 
-        def __init__(self) -> None:
-            pass
+        def __init__(self, encoder: Encoder | None = None) -> None:
+            self.encoder = encoder
 
         def __call__(self, input: Documents) -> Embeddings:
-            from tandem.models import embedder
-
-            return list(embedder().encode(list(input)))
+            if self.encoder is None:
+                raise TandemError("this collection was opened without an encoder; open it through the knowledge base")
+            return list(self.encoder.encode_passages(list(input)))
 
         @staticmethod
         def name() -> str:
-            return "tandem-minilm"
+            return "tandem-encoder"
 
         def get_config(self) -> dict[str, Any]:
             return {}
 
         @staticmethod
-        def build_from_config(config: dict[str, Any]) -> "MiniLMEmbeddingFunction":
-            return MiniLMEmbeddingFunction()
+        def build_from_config(config: dict[str, Any]) -> TandemEmbeddingFunction:
+            return TandemEmbeddingFunction()
 
-        def default_space(self) -> str:
+        def default_space(self) -> str:  # type: ignore[override]
             return "cosine"
 
     try:
-        register_embedding_function(MiniLMEmbeddingFunction)
+        register_embedding_function(TandemEmbeddingFunction)
     except ValueError:  # already registered by an earlier import in this process
         pass
-    _EF_CLASS = MiniLMEmbeddingFunction
+    _EF_CLASS = TandemEmbeddingFunction
     return _EF_CLASS
 
 
 _EF_CLASS = None
 
 
-def embedding_function():
-    return _embedding_function_class()()
+def embedding_function(encoder: Encoder | None = None):
+    return _embedding_function_class()(encoder)
 
 
 def open_client(path: Path | None = None, url: str = ""):
@@ -100,12 +103,12 @@ def open_client(path: Path | None = None, url: str = ""):
                           "or `tandem kb ingest <your files>`") from None
 
 
-def open_collection(client, name: str):
+def open_collection(client, name: str, encoder: Encoder | None = None):
     """Get or create the KB collection in cosine space, always with our embedding function."""
     if len(name) < 3:
         raise TandemError(f"collection name '{name}' is too short (Chroma needs 3+ characters). "
                           "Fix: set TANDEM_KB_COLLECTION")
-    return client.get_or_create_collection(name=name, embedding_function=embedding_function(),
+    return client.get_or_create_collection(name=name, embedding_function=embedding_function(encoder),
                                            configuration={"hnsw": {"space": "cosine"}})
 
 

@@ -1,20 +1,26 @@
-"""Engine and sessions. SQLite runs in WAL mode so the app writes while the console reads."""
+"""The database: one :class:`Database` per URL, SQLite in WAL mode (so the app writes while the console reads)
+or any SQLAlchemy URL (PostgreSQL in production).
+
+Tables are created on :meth:`Database.init`, and columns added to a table in a later release are added to
+an existing database there too (additive migration), so an older ``$TANDEM_HOME`` keeps working.
+"""
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
 
+from core.errors import TandemError
+from core.settings import get_settings, unwritable_reason
 from storage import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
-from tandem.errors import TandemError
-from tandem.settings import get_settings, unwritable_reason
 
 
 class StorageError(TandemError):
@@ -29,9 +35,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.close()
 
 
-@functools.lru_cache(maxsize=8)
-def get_engine(url: str | None = None) -> Engine:
-    url = url or get_settings().db_url
+def _make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -46,34 +50,77 @@ def get_engine(url: str | None = None) -> Engine:
                                    "TANDEM_HOME (or TANDEM_DATABASE_URL) to a writable place")
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
         event.listen(engine, "connect", _sqlite_pragmas)
-    else:
-        try:
-            engine = create_engine(url, pool_pre_ping=True)
-        except (ImportError, ArgumentError, SQLAlchemyError) as exc:
-            raise StorageError(f"cannot use TANDEM_DATABASE_URL ({exc.__class__.__name__}: {exc}).") from None
-    return engine
-
-
-def init_db(url: str | None = None) -> Engine:
-    """Create the tables if needed and check the database answers."""
-    engine = get_engine(url)
+        return engine
     try:
-        SQLModel.metadata.create_all(engine)
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-    except SQLAlchemyError as exc:
-        reason = str(exc.orig if getattr(exc, "orig", None) else exc).splitlines()[0]
-        raise StorageError(f"database {engine.url.render_as_string(hide_password=True)} is not usable "
-                           f"({reason}). Fix: check TANDEM_DATABASE_URL and that the server runs") from None
-    return engine
+        return create_engine(url, pool_pre_ping=True)
+    except (ImportError, ArgumentError, SQLAlchemyError) as exc:
+        raise StorageError(f"cannot use TANDEM_DATABASE_URL ({exc.__class__.__name__}: {exc}).") from None
 
 
-@contextmanager
-def session_scope(url: str | None = None) -> Iterator[Session]:
-    with Session(get_engine(url), expire_on_commit=False) as session:
-        yield session
+class Database:
+    """An engine and its sessions. Cheap to share; every part that reads or writes rows is handed one."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine = _make_engine(url)
+        self._ready = False
+        self._init_lock = threading.Lock()
+
+    @property
+    def display_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.url.get_backend_name() == "sqlite"
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    def init(self) -> Database:
+        """Create missing tables and columns, and check that the database answers."""
+        with self._init_lock:
+            try:
+                SQLModel.metadata.create_all(self.engine)
+                _add_missing_columns(self.engine)
+                with self.engine.connect() as conn:
+                    conn.execute(text("SELECT 1"))
+            except SQLAlchemyError as exc:
+                reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+                raise StorageError(f"database {self.display_url} is not usable ({reason}). "
+                                   "Fix: check TANDEM_DATABASE_URL and that the server runs") from None
+            self._ready = True
+        return self
 
 
-def reset_engines() -> None:
-    """Forget cached engines (tests point TANDEM_DATABASE_URL somewhere new)."""
-    get_engine.cache_clear()
+def _add_missing_columns(engine: Engine) -> None:
+    """ALTER TABLE ... ADD COLUMN for model columns an existing table lacks (new columns are nullable)."""
+    inspector = inspect(engine)
+    for table in SQLModel.metadata.sorted_tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            raw = getattr(column.default, "arg", None)
+            default = None if callable(raw) else raw
+            clause = ""
+            if isinstance(default, bool):
+                clause = f" DEFAULT {'true' if default else 'false'}"
+            elif isinstance(default, (int, float)):
+                clause = f" DEFAULT {default}"
+            elif isinstance(default, str):
+                clause = " DEFAULT '" + default.replace("'", "''") + "'"
+            with engine.begin() as conn:
+                conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}{clause}'))
+
+
+@functools.lru_cache(maxsize=8)
+def open_database(url: str | None = None) -> Database:
+    """The Database for ``url`` (default: TANDEM_DATABASE_URL or SQLite under TANDEM_HOME), one per URL and process:
+    an engine owns a connection pool, which is meant to be shared."""
+    return Database(url or get_settings().db_url)

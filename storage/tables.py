@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Optional
 
-from sqlalchemy import JSON, Column, Text
+from sqlalchemy import JSON, Column, Table, Text
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy table behind a table model, for core queries (fast reads of many rows)."""
+    return model.__table__  # type: ignore[attr-defined]  # set by SQLModel's metaclass
 
 
 class RequestLog(SQLModel, table=True):
@@ -33,6 +38,7 @@ class RequestLog(SQLModel, table=True):
     degraded: bool = False
     fallback: bool = False
     cache_hit: bool = False
+    cancelled: bool = Field(default=False, description="the customer stopped it or the client went away mid-answer")
     scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     trace: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
@@ -66,6 +72,7 @@ class RouterSettings(SQLModel, table=True):
     author: str = "system"
     reason: str = ""
     values: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    evidence: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
 
 
 class ChatSession(SQLModel, table=True):
@@ -116,3 +123,14 @@ class Handoff(SQLModel, table=True):
     note: str = ""
     status: str = "open"
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ConsoleLogin(SQLModel, table=True):
+    """One row per console sign-in attempt: the brute-force throttle counts them (console/auth.py)."""
+
+    __tablename__ = "console_logins"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    operator: str = ""
+    ok: bool = False

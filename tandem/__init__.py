@@ -1,1 +1,2 @@
-"""Tandem core: the settings object, the local model registry and the `tandem` command line."""
+"""Top floor: the `tandem` command line and the launchers that start and stop processes (demo, llm-server,
+console), plus `tandem doctor`. Everything below is a library; this package is where it is put to work."""

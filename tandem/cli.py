@@ -1,4 +1,4 @@
-"""The `tandem` command line. Sub-commands of other packages are mounted here, imported lazily."""
+"""The `tandem` command line: every sub-command, mounted from :mod:`tandem.commands` (heavy imports stay lazy)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import sys
 
 import typer
 
-from tandem.errors import TandemError
+from core.errors import TandemError
+from tandem.commands import console, demo, kb, llm, routing, serve
 
 cli = typer.Typer(help="Tandem: hybrid-inference customer-service chat.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -16,7 +17,7 @@ cli.add_typer(models_cli, name="models")
 
 @cli.command()
 def doctor(load: bool = typer.Option(True, help="Also load each model and run it once.")) -> None:
-    """Versions, models, database and LLM endpoint. Exits 0 when the local parts are healthy."""
+    """Versions, models, encoder, database, vLLM and the LLM endpoint. Exits 0 when the local parts are healthy."""
     from tandem.doctor import run_doctor
 
     raise typer.Exit(run_doctor(load=load))
@@ -24,18 +25,20 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 
 @models_cli.command("prepare")
 def models_prepare(force: bool = typer.Option(False, help="Convert again even if done.")) -> None:
-    """Convert the SmolLM2 GGUF once into a plain model folder under $TANDEM_HOME/models."""
-    from tandem.models import prepare_smollm2
-    from tandem.settings import ensure_home
+    """Convert the SmolLM2 GGUF once into a plain model folder under $TANDEM_HOME/models, and its vLLM copy."""
+    from core.models import prepare_smollm2
+    from core.settings import ensure_home
+    from tandem.llm_server import prepare_model_folder
 
     ensure_home()
     typer.echo(f"SmolLM2 ready at {prepare_smollm2(force=force)}")
+    typer.echo(f"vLLM model folder ready at {prepare_model_folder()}")
 
 
 @models_cli.command("list")
 def models_list() -> None:
     """Registered models and where they resolve."""
-    from tandem.models import REGISTRY, ModelError
+    from core.models import REGISTRY, ModelError
 
     for spec in REGISTRY.values():
         try:
@@ -48,29 +51,21 @@ def models_list() -> None:
 @cli.command("init")
 def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo knowledge base when empty.")) -> None:
     """Create the database tables, seed default thresholds, demo orders and the demo knowledge base."""
-    from tandem.bootstrap import bootstrap
+    from chains.bootstrap import bootstrap
+    from chains.runtime import open_kb
+    from core.encoders import load_encoder
+    from core.settings import get_settings
 
-    for line in bootstrap(seed=seed):
+    settings = get_settings()
+    for line in bootstrap(settings, open_kb(settings, load_encoder(settings.encoder)) if seed else None, seed=seed):
         typer.echo(line)
 
 
-# Each package registers its own sub-commands with `register(cli)`; a missing module is skipped.
-PLUGINS = ("knowledge.cli", "chains.cli", "chains.llm.cli", "app.cli", "console.cli", "tandem.launcher")
-
-
-def _mount_plugins() -> None:
-    import importlib
-
-    for module in PLUGINS:
-        try:
-            importlib.import_module(module).register(cli)
-        except ModuleNotFoundError as exc:
-            if not module.startswith(exc.name or "\0"):  # the plugin itself is absent, not one of its imports
-                raise
+for module in (kb, routing, llm, serve, console, demo):
+    module.register(cli)
 
 
 def main() -> None:
-    _mount_plugins()
     try:
         cli()
     except TandemError as exc:

@@ -8,8 +8,8 @@ import time
 
 import httpx
 
-from tandem.errors import TandemError
-from tandem.settings import ensure_home, get_settings
+from core.errors import TandemError
+from core.settings import ensure_home, get_settings
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "chromadb", "langchain-core", "langchain-openai",
             "sqlmodel", "gradio", "streamlit", "faster-whisper", "rapidocr-onnxruntime")
@@ -39,8 +39,9 @@ def _versions() -> None:
 
 
 def run_doctor(load: bool = True) -> int:
-    from storage.db import init_db
-    from tandem import models
+    from core import encoders, models
+    from storage.db import open_database
+    from tandem.llm_server import prepare_model_folder, vllm_installed
 
     settings = get_settings()
     _versions()
@@ -49,10 +50,12 @@ def run_doctor(load: bool = True) -> int:
     for name in models.REGISTRY:
         healthy &= _check(f"model {name}", lambda name=name: str(models.model_path(name)))
     if load:
-        healthy &= _check("load minilm", lambda: f"embedding dim {models.embedder().encode('hello').shape[0]}")
+        healthy &= _check(f"encoder {settings.encoder}", lambda: _encoder_line(encoders.load_encoder(settings.encoder)))
         healthy &= _check("load smollm2", _generate_once)
-    healthy &= _check("database", lambda: init_db().url.render_as_string(hide_password=True))
+    healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")
+    _check("vLLM venv", lambda: _installed(vllm_installed(settings), settings.vllm_python))
+    _check("vLLM model folder", lambda: str(prepare_model_folder(settings)))
     _check("LLM endpoint", lambda: _probe_llm(settings.llm_url))
     if settings.chroma_url:
         _check("Chroma server", lambda: httpx.get(settings.chroma_url.rstrip("/") + "/api/v2/heartbeat",
@@ -61,10 +64,20 @@ def run_doctor(load: bool = True) -> int:
     return 0 if healthy else 1
 
 
-def _generate_once() -> str:
-    from tandem.models import generator
+def _installed(problem: str, where: str) -> str:
+    if problem:
+        raise TandemError(problem)
+    return where
 
-    model, tokenizer = generator()
+
+def _encoder_line(encoder) -> str:
+    return f"{encoder.name} {encoder.version}, {encoder.encode_query('hello').shape[0]}-d"
+
+
+def _generate_once() -> str:
+    from core.models import load_generator
+
+    model, tokenizer = load_generator()
     ids = tokenizer("Hello", return_tensors="pt")
     out = model.generate(**ids, max_new_tokens=1, do_sample=False)
     return f"generated {out.shape[-1] - ids['input_ids'].shape[-1]} token"
@@ -75,6 +88,7 @@ def _probe_llm(url: str) -> str:
         response = httpx.get(url.rstrip("/") + "/models", timeout=2)
         response.raise_for_status()
     except httpx.HTTPError as exc:
-        raise TandemError(f"{url} not reachable ({exc.__class__.__name__}); start it with `make llm-server`")
+        raise TandemError(f"{url} not reachable ({exc.__class__.__name__}). Fix: start it with `make llm-server` "
+                          "(or `make demo`, which starts it too)") from None
     models = [m.get("id") for m in response.json().get("data", [])][:3]
     return f"{url} serves {models}"

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chains.llm.server import free_port
+from tandem.processes import free_port
 from tests.conftest import VENV_BIN
 
 UPLOAD_LIMIT_MB = 1  # small, so an oversize upload needs only a small generated file
@@ -26,12 +26,13 @@ class RunningApp:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def app_env(home: Path, **extra: str) -> dict[str, str]:
-    """The app's environment: its own TANDEM_HOME, and an LLM tier at a closed port (fast fallback)."""
+def app_env(home: Path, llm_url: str = "", **extra: str) -> dict[str, str]:
+    """The app's environment: its own TANDEM_HOME, and the live LLM at ``llm_url`` or, without one, an LLM tier at a
+    closed port (the fallback path, fast)."""
+    llm = {"TANDEM_LLM_URL": llm_url} if llm_url else {
+        "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0", "TANDEM_LLM_TIMEOUT_S": "2"}
     return {**os.environ, "TANDEM_HOME": str(home), "TANDEM_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
-            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False",
-            "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0",
-            "TANDEM_LLM_TIMEOUT_S": "2", **extra}
+            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False", **llm, **extra}
 
 
 def start_app(log: Path, env: dict[str, str]) -> RunningApp:

@@ -43,7 +43,7 @@ class Browser:
             except (httpx.HTTPError, ValueError, StopIteration):
                 if time.monotonic() > deadline or self.process.poll() is not None:
                     self.close()
-                    raise RuntimeError("headless Chromium did not start")
+                    raise RuntimeError("headless Chromium did not start") from None
                 time.sleep(0.3)
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30, suppress_origin=True)
 

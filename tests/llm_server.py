@@ -1,7 +1,7 @@
-"""Pytest fixtures for a real `transformers serve` SmolLM2 server (import them into conftest.py).
+"""Pytest fixtures for the real LLM server: vLLM (the CPU build), started once per test session.
 
-``llm_server_process`` starts one server per test session on a free port and points TANDEM_LLM_URL at it.
-``llm_server`` is what tests ask for: it hands out that server and starts it again first if an earlier
+``llm_server_process`` starts it on a free port and points TANDEM_LLM_URL at it (apps the tests start inherit
+that). ``llm_server`` is what tests ask for: it hands out that server and starts it again first if an earlier
 test killed it (fault tests do), so every test begins with a live endpoint.
 """
 
@@ -11,21 +11,23 @@ import os
 
 import pytest
 
-START_TIMEOUT_S = 240  # a busy 2-core machine needs far longer than the ~10 s of an idle one
+START_TIMEOUT_S = 300  # about 30 s idle; a busy 2-core machine needs far longer
+# Four sequences at a time: enough for every test, and a queue forms inside vLLM as soon as a test sends more,
+# which the load-gate tests need (the default, 256, would batch everything on 2 cores and never queue).
+TEST_VLLM_ARGS = "--dtype bfloat16 --enforce-eager --scheduling-policy priority --max-num-seqs 4"
 
 
 @pytest.fixture(scope="session")
 def llm_server_process(tandem_home):
-    from chains.llm.client import reset_llm_client
-    from chains.llm.server import LLMServer, free_port
-    from tandem.settings import reset_settings
+    from core.settings import get_settings, reset_settings
+    from tandem.llm_server import LLMServer
+    from tandem.processes import free_port
 
     previous = os.environ.get("TANDEM_LLM_URL")
-    port = free_port()
-    os.environ["TANDEM_LLM_URL"] = f"http://127.0.0.1:{port}/v1"
+    os.environ["TANDEM_LLM_URL"] = f"http://127.0.0.1:{free_port()}/v1"
+    os.environ["TANDEM_VLLM_ARGS"] = TEST_VLLM_ARGS
     reset_settings()
-    reset_llm_client()
-    server = LLMServer(port=port).start(timeout=START_TIMEOUT_S)
+    server = LLMServer(get_settings()).start(timeout=START_TIMEOUT_S)
     yield server
     server.stop()
     if previous is None:
@@ -33,15 +35,27 @@ def llm_server_process(tandem_home):
     else:
         os.environ["TANDEM_LLM_URL"] = previous
     reset_settings()
-    reset_llm_client()
 
 
 @pytest.fixture
 def llm_server(llm_server_process):
-    from tandem.settings import reset_settings
-
     if not llm_server_process.alive():
         llm_server_process.start(timeout=START_TIMEOUT_S)
-    os.environ["TANDEM_LLM_URL"] = llm_server_process.url
-    reset_settings()
     return llm_server_process
+
+
+@pytest.fixture
+def llm_settings(llm_server):
+    """Settings whose TANDEM_LLM_URL is the live server (fast failure: one retry, short timeouts)."""
+    from core.settings import get_settings
+
+    return get_settings().model_copy(update={"llm_url": llm_server.url})
+
+
+@pytest.fixture
+def llm_client(llm_settings):
+    from chains.llm.client import LLMClient
+
+    client = LLMClient(llm_settings)
+    yield client
+    client.close()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from enum import Enum
-from typing import Callable
+from collections.abc import Callable
+from enum import StrEnum
 
 
-class BreakerState(str, Enum):
+class BreakerState(StrEnum):
     CLOSED = "closed"
     HALF_OPEN = "half_open"
     OPEN = "open"

@@ -1,9 +1,12 @@
-"""The resilient LLM client the router chain calls: tiers, timeouts, retries, circuit breaker, load.
+"""The resilient LLM client the router chain calls: tiers, timeouts, retries, circuit breaker, load, cancel.
 
 Every call goes through LangChain's ``ChatOpenAI`` (one instance per (base_url, model), so tier edits take
 effect without a restart) and streams, so time to first token is measured on every call. A call either
 returns/streams an :class:`LLMResult` or raises :class:`LLMUnavailable` with a one-line reason; the chain
 then answers from the small tier. It never hangs beyond ``llm_timeout_s`` per try.
+
+Cancelling closes the HTTP stream; vLLM aborts a request whose client went away, so the engine stops
+generating at once (``vllm:num_requests_running`` drops).
 """
 
 from __future__ import annotations
@@ -11,38 +14,23 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Callable, Iterator
-
-from pydantic import BaseModel
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from chains.llm import telemetry as m
+from chains.llm.base import LLM, LLMResult, LLMUnavailable
 from chains.llm.breaker import BreakerState, CircuitBreaker
 from chains.llm.load import LoadTracker, OverloadGate, metrics_url_for
-from chains.llm.tiers import TierProfile, configured_tiers, select_tier
-from tandem.settings import get_settings
+from chains.llm.tiers import TierProfile, parse_tiers_or_default, select_tier
+from core.policy import Thresholds
+from core.settings import Settings, get_settings
 
+# What the CPU vLLM serves the converted SmolLM2 as (tandem llm-server --served-model-name); used only
+# when no model is configured and the endpoint cannot be asked.
+DEFAULT_SERVED_MODEL = "smollm2"
 BACKOFF_BASE_S = 0.25
 BACKOFF_CAP_S = 2.0
 ROLES = frozenset({"system", "user", "assistant"})
-
-
-class LLMResult(BaseModel):
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    model: str
-    tier: str
-    ttft_ms: float
-    latency_ms: float
-    attempts: int
-
-
-class LLMUnavailable(Exception):
-    """Every try failed, the breaker is open, or the call found no free slot in its queue budget."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _Endpoint:
@@ -54,37 +42,33 @@ class _Endpoint:
         self.breaker = breaker
 
 
-class LLMClient:
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 poll_metrics: bool = True):
+class LLMClient(LLM):
+    def __init__(self, settings: Settings | None = None, policy: Callable[[], Thresholds] | None = None, *,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 jitter: Callable[[float, float], float] = random.uniform, poll_metrics: bool = True):
+        self.settings = settings or get_settings()
+        self._policy = policy or (lambda: Thresholds.defaults(self.settings))
         self._clock = clock
         self._sleep = sleep
+        self._jitter = jitter
         self._poll_metrics = poll_metrics
         self._lock = threading.Lock()
         self._chats: dict[tuple[str, str], Any] = {}
         self._endpoints: dict[str, _Endpoint] = {}
+        self._served: dict[str, str] = {}
+        self._no_priority: set[str] = set()
         self.gate = OverloadGate()
 
     # --- public API ----------------------------------------------------------------------------
-    def complete(self, messages: list[dict], *, max_tokens: int | None = None,
-                 score: float | None = None) -> LLMResult:
-        result = None
-        for item in self.stream(messages, max_tokens=max_tokens, score=score):
-            if isinstance(item, LLMResult):
-                result = item
-        if result is None:  # stream() always ends with a result or raises; guard against a silent None
-            raise LLMUnavailable("LLM stream ended without a result")
-        return result
-
-    def stream(self, messages: list[dict], *, max_tokens: int | None = None,
-               score: float | None = None) -> Iterator[str | LLMResult]:
+    def stream(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,
+               cancel: threading.Event | None = None, temperature: float | None = None,
+               user_id: str = "") -> Iterator[str | LLMResult]:
         """Text deltas as they arrive, then one :class:`LLMResult`. Raises LLMUnavailable (also midway)."""
         messages = _checked_messages(messages)
-        settings = get_settings()
+        settings = self.settings
         max_tokens = _checked_max_tokens(max_tokens, settings.llm_max_tokens)
         tier = self._select(score)
         endpoint = self._endpoint(tier)
-        chat = self._chat(tier)
         tries = 1 + settings.llm_retries
 
         if endpoint.breaker.retry_after_s() > 0:  # open and cooling down: reject before queueing
@@ -100,7 +84,10 @@ class LLMClient:
         self._evaluate()
         started = self._clock()
         outcome, latency_ms, ttft_ms = "error", None, None
+        chunks = None
         try:
+            model = self._model_for(tier)
+            chat = self._chat(tier.base_url, model)
             for attempt in range(1, tries + 1):
                 if not endpoint.breaker.allow():
                     outcome = "breaker_open"
@@ -109,22 +96,38 @@ class LLMClient:
                 parts: list[str] = []
                 usage = None
                 first_at = None
+                finish = ""
+                options: dict[str, Any] = {"max_tokens": max_tokens}
+                if temperature is not None:
+                    options["temperature"] = temperature
+                priority = self._priority_for(user_id, tier.base_url)
+                if priority:
+                    options["extra_body"] = {"priority": priority}
+                chunks = chat.stream(messages, **options)
                 try:
-                    for chunk in chat.stream(messages, max_tokens=max_tokens):
+                    for chunk in chunks:
                         if chunk.usage_metadata:
                             usage = chunk.usage_metadata
+                        finish = (chunk.response_metadata or {}).get("finish_reason") or finish
                         text = chunk.content if isinstance(chunk.content, str) else ""
                         if text:
                             if first_at is None:
                                 first_at = self._clock()
                             parts.append(text)
                             yield text
+                        if cancel is not None and cancel.is_set():
+                            break
                 except Exception as exc:  # noqa: BLE001 - every transport/server failure is classified below
-                    kind, retryable, server_alive = _classify(exc)
+                    kind, retryable, server = _classify(exc)
+                    if priority and kind == "rejected" and "priority" in str(exc).lower() and not parts:
+                        # This server does not schedule by priority: stop asking it to, and try again at once.
+                        with self._lock:
+                            self._no_priority.add(tier.base_url)
+                        retryable = True
                     m.LLM_ERRORS.labels(kind).inc()
-                    if server_alive:
+                    if server == "alive":
                         endpoint.breaker.record_success()
-                    else:
+                    elif server == "down":
                         endpoint.breaker.record_failure()
                     if parts:
                         raise LLMUnavailable(f"LLM stream broke after {len(parts)} pieces ({kind}: "
@@ -132,25 +135,32 @@ class LLMClient:
                     if not retryable or attempt == tries:
                         raise LLMUnavailable(f"LLM failed after {attempt} "
                                              f"{'try' if attempt == 1 else 'tries'} ({kind}: {_short(exc)})") from None
-                    self._sleep(_backoff_s(attempt))
+                    self._sleep(_backoff_s(attempt, self._jitter))
                     continue
+                cancelled = cancel is not None and cancel.is_set()
+                if cancelled:
+                    chunks.close()  # closes the HTTP stream: the engine aborts the request
                 endpoint.breaker.record_success()
                 now = self._clock()
                 latency_ms = 1000.0 * (now - started)
                 ttft_ms = 1000.0 * ((first_at or now) - started)
                 text = "".join(parts)
                 prompt_tokens, completion_tokens = _token_counts(usage, messages, parts)
-                outcome = "ok"
-                m.LLM_LATENCY.observe(latency_ms / 1000.0)
+                outcome = "cancelled" if cancelled else "ok"
+                if not cancelled:
+                    m.LLM_LATENCY.observe(latency_ms / 1000.0)
                 yield LLMResult(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                model=tier.effective_model, tier=tier.name, ttft_ms=round(ttft_ms, 1),
-                                latency_ms=round(latency_ms, 1), attempts=attempt)
+                                model=model, tier=tier.name, ttft_ms=round(ttft_ms, 1),
+                                latency_ms=round(latency_ms, 1), attempts=attempt, cancelled=cancelled,
+                                finish_reason="cancelled" if cancelled else finish)
                 return
         except GeneratorExit:
             outcome = "abandoned"  # the consumer stopped reading; not the server's fault
+            if chunks is not None:
+                chunks.close()  # close the HTTP stream now, not at garbage collection: the engine aborts
             raise
         finally:
-            endpoint.tracker.release(outcome == "ok", latency_ms, ttft_ms)
+            endpoint.tracker.release(outcome in ("ok", "cancelled"), latency_ms if outcome == "ok" else None, ttft_ms)
             m.LLM_INFLIGHT.dec()
             m.LLM_REQUESTS.labels(tier.name, outcome).inc()
             m.LLM_BREAKER_STATE.set(self._worst_breaker().gauge_value)
@@ -158,7 +168,7 @@ class LLMClient:
 
     def admit(self, user_id: str) -> tuple[bool, str]:
         """Should this message use the LLM now? False + reason means degrade to the small tier."""
-        if user_id and user_id in get_settings().vip_user_set:
+        if user_id and user_id in self.settings.vip_user_set:
             return True, "VIP user: LLM kept under load"
         load, overloaded, enter, exit_ = self._evaluate()
         if overloaded:
@@ -174,7 +184,8 @@ class LLMClient:
         tiers = []
         for tier in self._tiers():
             endpoint = self._endpoint(tier)
-            tiers.append({"name": tier.name, "base_url": tier.base_url, "model": tier.effective_model,
+            model = tier.model or self._served.get(tier.base_url, "")
+            tiers.append({"name": tier.name, "base_url": tier.base_url, "model": model,
                           "min_score": tier.min_score, "cost_per_1k_tokens": tier.cost_per_1k_tokens,
                           "breaker": endpoint.breaker.snapshot(), **endpoint.tracker.snapshot()})
         primary = tiers[0]
@@ -200,7 +211,7 @@ class LLMClient:
 
     # --- internals -----------------------------------------------------------------------------
     def _tiers(self) -> list[TierProfile]:
-        return configured_tiers()
+        return parse_tiers_or_default(self._policy().tiers, self.settings)
 
     def _select(self, score: float | None) -> TierProfile:
         if score is not None and not 0.0 <= score <= 1.0:
@@ -211,7 +222,7 @@ class LLMClient:
         with self._lock:
             endpoint = self._endpoints.get(tier.base_url)
             if endpoint is None:
-                settings = get_settings()
+                settings = self.settings
                 tracker = LoadTracker(settings.llm_max_in_flight, tier.typical_latency_ms,
                                       metrics_url_for(tier.base_url) if self._poll_metrics else None,
                                       clock=self._clock)
@@ -221,16 +232,44 @@ class LLMClient:
             endpoint.tracker.typical_latency_ms = tier.typical_latency_ms  # operator edits apply live
             return endpoint
 
-    def _chat(self, tier: TierProfile):
-        key = (tier.base_url, tier.effective_model)
+    def _priority_for(self, user_id: str, base_url: str) -> int:
+        if not user_id or user_id not in self.settings.vip_user_set or not self.settings.llm_vip_priority:
+            return 0
+        with self._lock:
+            return 0 if base_url in self._no_priority else self.settings.llm_vip_priority
+
+    def _model_for(self, tier: TierProfile) -> str:
+        """The tier's model, or (none set) the first model the endpoint serves, asked once per endpoint."""
+        if tier.model:
+            return tier.model
+        with self._lock:
+            known = self._served.get(tier.base_url)
+        if known:
+            return known
+        import httpx
+
+        try:
+            response = httpx.get(tier.base_url.rstrip("/") + "/models", timeout=min(5.0, self.settings.llm_timeout_s),
+                                 headers={"Authorization": f"Bearer {self.settings.llm_api_key}"})
+            served = [m["id"] for m in response.json().get("data", []) if m.get("id")]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+            served = []
+        if not served:
+            return DEFAULT_SERVED_MODEL  # unreachable now: the call itself will fail and be classified
+        with self._lock:
+            self._served[tier.base_url] = served[0]
+        return served[0]
+
+    def _chat(self, base_url: str, model: str):
+        key = (base_url, model)
         with self._lock:
             chat = self._chats.get(key)
             if chat is None:
                 from langchain_openai import ChatOpenAI
 
-                settings = get_settings()
+                settings = self.settings
                 chat = self._chats[key] = ChatOpenAI(
-                    base_url=tier.base_url, api_key=settings.llm_api_key, model=tier.effective_model,
+                    base_url=base_url, api_key=settings.llm_api_key, model=model,
                     timeout=settings.llm_timeout_s, max_retries=0, streaming=True, stream_usage=True)
             return chat
 
@@ -241,34 +280,10 @@ class LLMClient:
 
     def _evaluate(self) -> tuple[float, bool, float, float]:
         """Current load over the configured tiers and the hysteresis decision (thresholds read live)."""
-        from storage.settings_store import live_settings
-
-        live = live_settings()
+        live = self._policy()
         load = max((self._endpoint(t).tracker.load() for t in self._tiers()), default=0.0)
         overloaded = self.gate.update(load, live.overload_enter, live.overload_exit)
         return load, overloaded, live.overload_enter, live.overload_exit
-
-
-_CLIENT: LLMClient | None = None
-_CLIENT_LOCK = threading.Lock()
-
-
-def get_llm_client() -> LLMClient:
-    """The process-wide client, created on first use (no network or model load at import)."""
-    global _CLIENT
-    with _CLIENT_LOCK:
-        if _CLIENT is None:
-            _CLIENT = LLMClient()
-        return _CLIENT
-
-
-def reset_llm_client() -> None:
-    """Drop the singleton (tests change the endpoint or the breaker settings between cases)."""
-    global _CLIENT
-    with _CLIENT_LOCK:
-        if _CLIENT is not None:
-            _CLIENT.close()
-        _CLIENT = None
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -290,27 +305,36 @@ def _checked_max_tokens(max_tokens: int | None, default: int) -> int:
     return max_tokens
 
 
-def _backoff_s(attempt: int) -> float:
+def _backoff_s(attempt: int, jitter: Callable[[float, float], float] = random.uniform) -> float:
     """Exponential backoff with jitter, so retrying clients do not hit a recovering server in lockstep."""
-    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
+    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)) * jitter(0.5, 1.5)
 
 
-def _classify(exc: Exception) -> tuple[str, bool, bool]:
-    """(kind, retryable, server_alive). A 4xx means the server works but refuses this request."""
+def _classify(exc: Exception) -> tuple[str, bool, str]:
+    """(kind, retryable, what it says about the server: "down", "alive" or "ours").
+
+    A 4xx means the server works but refuses this request. Anything that is not a transport or server
+    failure is a fault on our side (a parsing bug, a bad argument): retrying repeats it, and the server did
+    nothing wrong, so the breaker counts it neither way.
+    """
+    import json
+
     import httpx
     import openai
 
-    if isinstance(exc, openai.APITimeoutError) or isinstance(exc, httpx.TimeoutException):
-        return "timeout", True, False
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
+        return "malformed", True, "down"  # the server answered, but not in the protocol
+    if isinstance(exc, (openai.APITimeoutError, httpx.TimeoutException)):
+        return "timeout", True, "down"
     if isinstance(exc, openai.RateLimitError):
-        return "rate_limited", True, False
+        return "rate_limited", True, "down"
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code >= 500:
-            return "server_error", True, False
-        return "rejected", False, True
+            return "server_error", True, "down"
+        return "rejected", False, "alive"
     if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        return "connection", True, False
-    return "other", True, False
+        return "connection", True, "down"
+    return "other", False, "ours"
 
 
 def _short(exc: Exception, limit: int = 160) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlparse, urlunparse
 
 from chains.llm.metrics_parser import VLLMMetrics, parse_vllm_metrics
@@ -196,6 +196,8 @@ class LoadTracker:
 
     # --- load ----------------------------------------------------------------------------------
     def components(self) -> dict[str, float]:
+        if self.poller is not None:
+            self.poller.ensure_started()  # the engine's own queue counts even before our first call
         with self._lock:
             concurrency = (self.in_flight + self.queued) / self.capacity
             latency = 0.0

@@ -10,7 +10,6 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from chains.metrics import get_or_create as _get_or_create
 
-
 LLM_REQUESTS = _get_or_create(Counter, "tandem_llm_requests_total", "LLM calls by tier and outcome.",
                               labelnames=("tier", "outcome"))
 LLM_ERRORS = _get_or_create(Counter, "tandem_llm_errors_total", "Failed LLM tries by kind.", labelnames=("kind",))

@@ -1,12 +1,12 @@
 """LLM tiers as configuration: which endpoint and model answers a message of a given difficulty.
 
-The tier list lives in the versioned settings table (``live_settings().tiers``), so an operator edits it
-like any threshold and the running app follows within seconds, no restart. Each dict has the fields of
+The tier list lives in the versioned policy (``policy.current().tiers``), so an operator edits it like any
+threshold and the running app follows within seconds, no restart. Each dict has the fields of
 :class:`TierProfile`; ``min_score`` is the lower edge of the router-score band the tier serves, and
 :func:`select_tier` picks the tier with the highest ``min_score <= score``. Example (three vLLM hosts)::
 
-    from storage.settings_store import save
-    save({"tiers": [
+    from storage import policy_store
+    policy_store.save(db, {"tiers": [
         {"name": "base", "base_url": "http://gpu-a:8000/v1", "model": "Qwen/Qwen2.5-1.5B-Instruct",
          "cost_per_1k_tokens": 0.0004, "max_context": 8192, "typical_latency_ms": 600, "min_score": 0.0},
         {"name": "enhanced", "base_url": "http://gpu-b:8000/v1", "model": "Qwen/Qwen2.5-7B-Instruct",
@@ -25,50 +25,36 @@ import logging
 
 from pydantic import BaseModel, Field, ValidationError
 
-from tandem.errors import TandemError
-from tandem.settings import get_settings
+from core.errors import TandemError
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# SmolLM2 on 2 idle CPU cores: a full answer (llm_max_tokens=96 at ~14 tok/s) takes about 7 s; a slower
-# mean means the server is busy (see load.py: twice this is load 0.5, three times is load 1).
-DEFAULT_TYPICAL_LATENCY_MS = 8000.0
+# SmolLM2 under vLLM on 2 idle CPU cores: a full answer (llm_max_tokens=96 at ~30 tok/s) takes about 3 s; a
+# slower mean means the server is busy (see load.py: twice this is load 0.5, three times is load 1).
+DEFAULT_TYPICAL_LATENCY_MS = 4000.0
 
 
 class TierProfile(BaseModel):
     name: str = Field(min_length=1)
     base_url: str = Field(min_length=1, description="OpenAI-compatible endpoint, ending in /v1.")
-    model: str = Field("", description="Model name sent to the endpoint; empty means the served default.")
+    model: str = Field("", description="Model name sent to the endpoint; empty means the first one it serves.")
     cost_per_1k_tokens: float = Field(0.0, ge=0)
     max_context: int = Field(2048, ge=1)
     typical_latency_ms: float = Field(DEFAULT_TYPICAL_LATENCY_MS, gt=0)
     min_score: float = Field(0.0, ge=0, le=1)
 
-    @property
-    def effective_model(self) -> str:
-        return self.model or default_model_name()
 
 
-def default_model_name() -> str:
-    """What the endpoint must be asked for: `transformers serve` insists on the served folder path."""
-    settings = get_settings()
-    if settings.llm_model:
-        return settings.llm_model
-    from tandem.models import smollm2_folder
-
-    return str(smollm2_folder())
-
-
-def default_tier() -> TierProfile:
-    settings = get_settings()
+def default_tier(settings: Settings) -> TierProfile:
     return TierProfile(name="default", base_url=settings.llm_url, model=settings.llm_model,
                        cost_per_1k_tokens=settings.llm_price_per_1k_tokens, min_score=0.0)
 
 
-def parse_tiers(raw: list[dict]) -> list[TierProfile]:
+def parse_tiers(raw: list[dict], settings: Settings) -> list[TierProfile]:
     """Validate tier dicts, sorted by min_score; a bad entry is one clear error naming it."""
     if not raw:
-        return [default_tier()]
+        return [default_tier(settings)]
     tiers = []
     for index, item in enumerate(raw):
         try:
@@ -82,24 +68,19 @@ def parse_tiers(raw: list[dict]) -> list[TierProfile]:
     return sorted(tiers, key=lambda t: t.min_score)
 
 
-def configured_tiers() -> list[TierProfile]:
-    """The live tier list (re-read from the settings table every few seconds).
-
-    A broken saved list must not stop answers: it is logged and the default endpoint is used. Editors
-    (the console) should call :func:`parse_tiers` before saving to show the error to the operator.
-    """
-    from storage.settings_store import live_settings
-
+def parse_tiers_or_default(raw: list[dict], settings: Settings) -> list[TierProfile]:
+    """The live tier list. A broken saved list must not stop answers: it is logged and the default endpoint is
+    used. Editors (the console) call :func:`parse_tiers` before saving to show the error to the operator."""
     try:
-        return parse_tiers(list(live_settings().tiers or []))
+        return parse_tiers(list(raw or []), settings)
     except TandemError as exc:
         log.error("ignoring the saved LLM tiers: %s", exc)
-        return [default_tier()]
+        return [default_tier(settings)]
 
 
-def select_tier(score: float | None, tiers: list[TierProfile] | None = None) -> TierProfile:
+def select_tier(score: float | None, tiers: list[TierProfile]) -> TierProfile:
     """The tier whose band holds ``score``: highest ``min_score <= score``; no score means the lowest tier."""
-    tiers = sorted(tiers, key=lambda t: t.min_score) if tiers else configured_tiers()
+    tiers = sorted(tiers, key=lambda t: t.min_score)
     if score is None:
         return tiers[0]
     chosen = tiers[0]

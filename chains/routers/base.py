@@ -6,19 +6,13 @@ A threshold tau on that probability then means what it says.
 
 from __future__ import annotations
 
-import json
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
-
-from tandem.settings import get_settings
-
-SHIPPED_ARTIFACT = Path(__file__).resolve().parent.parent / "artifacts" / "router.json"
 
 
 @dataclass
@@ -42,6 +36,8 @@ class RouteContext:
 
 
 class Router(ABC):
+    """Scores one message; built from the parameters a training run saved (the artifact)."""
+
     name: ClassVar[str]
 
     def __init__(self, params: dict[str, Any]):
@@ -62,28 +58,3 @@ def register(cls: type[Router]) -> type[Router]:
 
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-max(min(x, 40.0), -40.0)))
-
-
-def active_artifact_path() -> Path:
-    """A router promoted from the console lives under TANDEM_HOME and wins over the shipped one."""
-    promoted = get_settings().home / "router" / "router.json"
-    return promoted if promoted.is_file() else SHIPPED_ARTIFACT
-
-
-@lru_cache(maxsize=4)
-def load_artifact(path: str) -> dict[str, Any]:
-    file = Path(path)
-    return json.loads(file.read_text()) if file.is_file() else {}
-
-
-def get_router(name: str | None = None, artifact: Path | None = None) -> Router:
-    from chains.routers import learned, similarity, combined  # noqa: F401  (registers the classes)
-
-    name = name or get_settings().router
-    if name not in ROUTER_CLS:
-        raise KeyError(f"unknown router '{name}'. Known: {', '.join(sorted(ROUTER_CLS))}")
-    return ROUTER_CLS[name](load_artifact(str(artifact or active_artifact_path())))
-
-
-def reload_routers() -> None:
-    load_artifact.cache_clear()

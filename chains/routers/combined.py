@@ -10,7 +10,6 @@ from chains.routers.base import RouteContext, Router, register, sigmoid
 from chains.routers.learned import LearnedRouter
 from chains.routers.similarity import SimilarityRouter
 
-
 # The learned model has never seen most of what customers may ask; far from its training data its logit
 # can be confidently wrong. Clipping it keeps it a vote, not a veto, over the knowledge base's evidence.
 LEARNED_LOGIT_CLIP = 3.0

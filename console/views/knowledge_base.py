@@ -9,24 +9,19 @@ import pandas as pd
 import streamlit as st
 
 from console import stats, ui
-from tandem.settings import get_settings
+from core.settings import get_settings
+from knowledge.base import KnowledgeBase
 
 settings = get_settings()
 st.title("Knowledge base")
 frame = ui.requests_frame()
 
+kb: KnowledgeBase | None
 try:
-    # Imported here, not at module top: the knowledge package loads models and may be absent.
-    from knowledge.retrieval import get_kb
-except ImportError as exc:
+    kb = ui.knowledge_base()
+except Exception as exc:  # any failure to open the store must not take the console down
     kb = None
-    st.warning(f"The knowledge base API is not available here ({exc}). Hit counts and gaps below come from the log.")
-else:
-    try:
-        kb = get_kb()
-    except Exception as exc:  # any failure to open the store must not take the console down
-        kb = None
-        st.error(f"Cannot open the knowledge base: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+    st.error(f"Cannot open the knowledge base: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
 
 hits = stats.source_hits(frame)
 if kb is not None:
@@ -78,6 +73,7 @@ if hits.empty:
     st.caption("No logged request cited a knowledge-base answer in this time range.")
 else:
     st.bar_chart(hits.head(20).set_index("answer_id")["hits"], horizontal=True)
+    st.dataframe(hits.head(100), hide_index=True)
 
 st.subheader("Gaps to fill")
 threshold = st.slider("Weak match below kb_top", 0.0, 1.0, 0.5, 0.05, key="kb_gap_threshold")

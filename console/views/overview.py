@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import pandas as pd
 import streamlit as st
 
 from console import data, stats, ui
-from tandem.settings import get_settings
+from core.settings import get_settings
 
 settings = get_settings()
 # LLM seconds and cache milliseconds share a chart: a symlog scale (bars still start at 0) with decade ticks.
-LOG_MS = dict(scale=alt.Scale(type="symlog"), axis=alt.Axis(values=[0, 1, 10, 100, 1000, 10000], format=","))
+LOG_MS: dict[str, Any] = dict(scale=alt.Scale(type="symlog"), axis=alt.Axis(values=[0, 1, 10, 100, 1000, 10000],
+                                                                          format=","))
 st.title("Overview")
 frame = ui.requests_frame()
 feedback = ui.feedback_frame()
@@ -89,12 +92,12 @@ elif llm is None:
 if llm:
     breaker = llm.get("breaker")
     breaker_state = breaker.get("state") if isinstance(breaker, dict) else breaker
-    cols = st.columns(4)
+    gauges = st.columns(4)
     load = llm.get("load")
-    cols[0].metric("LLM load", "–" if load is None else f"{float(load):.2f}")
-    cols[1].metric("Overloaded", "yes" if llm.get("overloaded") else "no")
-    cols[2].metric("Breaker", str(breaker_state or "–"))
-    cols[3].metric("In flight", str(llm.get("in_flight", "–")))
+    gauges[0].metric("LLM load", "–" if load is None else f"{float(load):.2f}")
+    gauges[1].metric("Overloaded", "yes" if llm.get("overloaded") else "no")
+    gauges[2].metric("Breaker", str(breaker_state or "–"))
+    gauges[3].metric("In flight", str(llm.get("in_flight", "–")))
 if not frame.empty:
     recent = frame.assign(time=frame["created_at"].dt.floor(stats.bucket_for(ui.time_range(), frame)))
     flags = recent.groupby("time")[["degraded", "fallback"]].sum().astype(int)

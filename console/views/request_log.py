@@ -9,8 +9,6 @@ import streamlit as st
 
 from console import data, ui
 
-TRACE_ORDER = ("guard", "cache", "rules", "score", "threshold", "tier", "rewrite")
-
 st.title("Requests")
 frame = ui.requests_frame()
 
@@ -45,18 +43,16 @@ if not shown.empty:
     chosen = st.selectbox("Inspect request", options, format_func=lambda rid: labels.get(rid, rid), key="req_pick")
     row = shown[shown["id"] == chosen].iloc[0]
     st.subheader("Decision trace")
-    cols = st.columns(4)
-    cols[0].metric("Route", row["route"] or "–")
-    cols[1].metric("Total", ui.format_ms(row["total_ms"]))
-    cols[2].metric("p_llm", "–" if pd.isna(row["p_llm"]) else f"{row['p_llm']:.3f}")
-    cols[3].metric("Flags", ", ".join(f for f in ("degraded", "fallback", "cache_hit") if row[f]) or "none")
+    facts = st.columns(4)
+    facts[0].metric("Route", row["route"] or "–")
+    facts[1].metric("Total", ui.format_ms(row["total_ms"]))
+    facts[2].metric("p_llm", "–" if pd.isna(row["p_llm"]) else f"{row['p_llm']:.3f}")
+    facts[3].metric("Flags", ", ".join(f for f in ("degraded", "fallback", "cache_hit", "cancelled") if row[f]) or "none")
     st.markdown(f"**Message** (PII-masked): {row['text'] or '–'}")
     st.markdown(f"**Answer**: {row['answer'] or '–'}")
     if row["error"]:
         st.error(f"Error: {row['error']}")
-    trace = [step for step in row["trace"] if isinstance(step, dict)]
-    rank = {stage: i for i, stage in enumerate(TRACE_ORDER)}
-    trace.sort(key=lambda step: rank.get(step.get("stage"), len(rank)))
+    trace = [step for step in row["trace"] if isinstance(step, dict)]  # in the order the chain ran them
     if trace:
         st.dataframe(pd.DataFrame([{
             "stage": step.get("stage", ""), "decision": str(step.get("decision", "")),
@@ -84,7 +80,7 @@ if not shown.empty:
         else:
             st.caption("none")
         st.markdown("**Feedback**")
-        ratings = data.feedback_for(chosen)
+        ratings = data.feedback_for(ui.db(), chosen)
         if ratings:
             st.dataframe(pd.DataFrame(ratings)[["rating", "comment", "created_at"]], hide_index=True)
         else:
@@ -94,7 +90,7 @@ if not shown.empty:
 
 st.divider()
 st.subheader("Handoff queue")
-handoffs = data.open_handoffs()
+handoffs = data.open_handoffs(ui.db())
 if handoffs.empty:
     st.caption("No open handoffs.")
 for handoff in handoffs.itertuples():
@@ -103,5 +99,5 @@ for handoff in handoffs.itertuples():
     cols[1].write(f"user {handoff.user_id or '–'}")
     cols[2].write(handoff.note or f"session {handoff.session_id}")
     if cols[3].button("Done", key=f"handoff_done_{handoff.id}"):
-        data.mark_handoff_done(int(handoff.id))
+        data.mark_handoff_done(ui.db(), int(handoff.id))
         st.rerun()

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from chains.routers.artifacts import promote, rollback
 from console import ui
-from storage import settings_store
+from core.settings import get_settings
+from offline.router_training import retrain_from_feedback
+from storage import policy_store
 
 st.title("Router")
 frame = ui.requests_frame()
@@ -16,26 +19,7 @@ cols = st.columns(3)
 cols[0].metric("Rated requests in range", f"{len(rated):,}")
 cols[1].metric("👍 / 👎", f"{int((feedback['rating'] > 0).sum())} / {int((feedback['rating'] < 0).sum())}"
                if not feedback.empty else "0 / 0")
-cols[2].metric("Live τ", f"{settings_store.current_thresholds().route_threshold:.2f}")
-
-try:
-    from chains.routers.training import promote, retrain_from_feedback
-except ImportError as exc:
-    st.info("Router retraining is not available in this build: `chains.routers.training` "
-            f"(retrain_from_feedback, promote) is missing ({exc}).")
-    st.stop()
-
-
-def metrics_of(result: object) -> dict:
-    if isinstance(result, tuple):  # (candidate path, metrics)
-        return next((part for part in result if isinstance(part, dict)), {"result": str(result)})
-    if isinstance(result, dict):
-        return result.get("metrics", result)
-    for name in ("metrics", "validation", "validation_metrics"):
-        value = getattr(result, name, None)
-        if isinstance(value, dict):
-            return value
-    return {"result": str(result)}
+cols[2].metric("Live τ", f"{policy_store.current(ui.db()).route_threshold:.2f}")
 
 
 def flatten(metrics: dict, prefix: str = "") -> dict:
@@ -48,11 +32,12 @@ def flatten(metrics: dict, prefix: str = "") -> dict:
     return out
 
 
+home = get_settings().home
 if st.button("Retrain from feedback", type="primary", key="router_retrain"):
     log_lines: list[str] = []
     with st.spinner("training… (minutes on 2 cores)"):
         try:
-            st.session_state["router_candidate"] = retrain_from_feedback(log=log_lines.append)
+            st.session_state["router_candidate"] = retrain_from_feedback(ui.db(), home, log=log_lines.append)
         except Exception as exc:  # a failed training run is reported, the console keeps working
             st.error(f"Retraining failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
     if log_lines:
@@ -61,16 +46,19 @@ if st.button("Retrain from feedback", type="primary", key="router_retrain"):
 
 candidate = st.session_state.get("router_candidate")
 if candidate is not None:
+    path, metrics = candidate
     st.subheader("Validation metrics of the candidate")
-    metrics = metrics_of(candidate)
     flat = flatten(metrics)
     st.dataframe(pd.DataFrame({"metric": list(flat), "value": [str(v) for v in flat.values()]}), hide_index=True)
     if st.button("Promote to live", key="router_promote"):
         try:
-            path = candidate[0] if isinstance(candidate, tuple) else None
-            outcome = promote(path)
+            live = promote(home, path)
         except Exception as exc:
             st.error(f"Promotion failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         else:
-            st.success(f"Promoted{': ' + str(outcome) if outcome else ''}. Operator: {ui.operator()}")
+            st.success(f"Promoted: {live}. Every app on this data directory switches within seconds. "
+                       f"Operator: {ui.operator()}")
             st.session_state.pop("router_candidate", None)
+
+if st.button("Roll back to the previous router", key="router_rollback"):
+    st.success(f"Live router: {rollback(home)}")

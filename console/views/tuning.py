@@ -7,8 +7,8 @@ import streamlit as st
 from pydantic import ValidationError
 
 from console import ui
-from storage import settings_store
-from storage.settings_store import Thresholds
+from core.policy import Thresholds
+from storage import policy_store
 
 FIELDS = {
     "route_threshold": ("Route threshold τ", "Send to the LLM when p_llm ≥ τ."),
@@ -35,7 +35,7 @@ def validation_message(exc: Exception) -> str:
 
 
 st.title("Tuning")
-current = settings_store.current_thresholds()
+current = policy_store.current(ui.db())
 st.caption(f"Live version {current.version}. The running app picks up a save within about 2 seconds.")
 FLASH_KEY = "tuning_flash"
 if FLASH_KEY in st.session_state:  # the outcome of the save or rollback that triggered this rerun
@@ -57,7 +57,7 @@ if submitted:
         st.warning("Nothing changed: the values equal the live version.")
     else:
         try:
-            saved = settings_store.save(values, author=ui.operator(), reason=reason.strip())
+            saved = policy_store.save(ui.db(), values, author=ui.operator(), reason=reason.strip())
         except (ValidationError, ValueError) as exc:
             st.error(f"Not saved: {validation_message(exc)}")
         else:
@@ -65,7 +65,7 @@ if submitted:
             st.rerun()
 
 st.subheader("History")
-rows = settings_store.history(limit=50)
+rows = policy_store.history(ui.db(), limit=50)
 if not rows:
     st.caption("No versions yet: the defaults from settings are live.")
 else:
@@ -79,7 +79,7 @@ else:
         cols[1].write(f"{row.author} · {row.reason or '–'} · τ={row.values.get('route_threshold')}")
         if cols[2].button(f"Roll back to v{row.version}", key=f"rollback_{row.version}"):
             try:
-                restored = settings_store.rollback(row.version, author=ui.operator())
+                restored = policy_store.rollback(ui.db(), int(row.version or 0), author=ui.operator())
             except (ValidationError, ValueError) as exc:
                 st.error(f"Rollback failed: {validation_message(exc)}")
             else:

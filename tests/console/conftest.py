@@ -1,7 +1,8 @@
-"""Console fixtures: a session database with a few hundred logged requests, and a signed-in AppTest."""
+"""Console fixtures: the session database filled with real traffic through the service, and a signed-in AppTest."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,21 +14,42 @@ PAGES = ["views/overview.py", "views/request_log.py", "views/tuning.py", "views/
 
 
 @pytest.fixture(scope="session")
-def traffic(db):
-    from tests.console.traffic import fill
+def traffic(settings, db, demo_kb, llm_server_process):
+    """Real requests of every route (small, cache, tool, guard, llm, degraded), logged by the chain itself."""
+    from tests.conftest import make_runtime
+    from tests.console.traffic import drive
+    from tests.vllm_load import engine_metrics, saturated, wait_for
 
-    return fill(300)
+    url = llm_server_process.url
+    runtime = make_runtime(settings.model_copy(update={"llm_url": url}), db, demo_kb, use_llm=True)
+    defaults = runtime.policy.current()
+    runtime.policy.save({"overload_enter": 0.75, "overload_exit": 0.3}, "test", "degrade when vLLM queues")
+
+    @contextmanager
+    def saturate():
+        with saturated(url, "smollm2", requests=12):
+            assert wait_for(lambda: engine_metrics(url)["waiting"] >= 3, 60)
+            assert wait_for(lambda: not runtime.llm.admit("someone")[0], 10)
+            yield
+
+    try:
+        result = drive(runtime, saturate)
+    finally:
+        runtime.policy.save({"overload_enter": defaults.overload_enter, "overload_exit": defaults.overload_exit},
+                            "test", "default load gate")
+        runtime.close()
+    routes = result.routes()
+    assert {"small", "cache", "tool", "guard", "llm", "degraded"} <= set(routes), routes
+    return result
 
 
 @pytest.fixture()
 def clean_logins(db):
     """Each test starts with no sign-in history, so one test's throttle never locks another out."""
-    from console.auth import ConsoleLogin, ensure_table
-    from storage.db import session_scope
+    from storage.tables import ConsoleLogin
 
     def wipe() -> None:
-        ensure_table()
-        with session_scope() as session:
+        with db.session() as session:
             session.exec(delete(ConsoleLogin))
             session.commit()
 

@@ -14,25 +14,31 @@ import urllib.request
 
 import pytest
 
-from chains.llm.server import free_port
+from tandem.processes import free_port
 from tests.apps import wait_until
 from tests.browser import Browser, chromium_path
 from tests.conftest import REPO, VENV_BIN
 
 CHROMIUM = chromium_path()
 ARTIFACT = REPO / "tests" / "artifacts" / "console_overview.png"
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")]
+pytestmark = pytest.mark.slow
+
+
+class ConsoleUrl(str):
+    def __new__(cls, url: str, home):
+        value = super().__new__(cls, url)
+        value.home = home
+        return value
 
 
 @pytest.fixture()
 def console_server(tmp_path):
-    """`tandem console` on a free port against its own database filled with 400 logged requests."""
+    """`tandem console` on a free port against its own database, filled by real requests through the service."""
     home = tmp_path / "home"
     env = {**os.environ, "TANDEM_HOME": str(home), "TANDEM_CONSOLE_PASSWORD": "s3cret-console",
            "TANDEM_APP_PORT": str(free_port())}  # nothing listens there: the page must say so
-    fill = ("from tandem.bootstrap import bootstrap; list(bootstrap(seed=False)); "
-            "from tests.console.traffic import fill; fill(400)")
-    subprocess.run([sys.executable, "-c", fill], cwd=REPO, env=env, check=True, timeout=120)
+    fill = "from tests.console.traffic import drive_in_this_home; drive_in_this_home()"
+    subprocess.run([sys.executable, "-c", fill], cwd=REPO, env=env, check=True, timeout=300)
     port = free_port()
     server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -41,7 +47,7 @@ def console_server(tmp_path):
     try:
         wait_until(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 90,
                  "the console's /_stcore/health")
-        yield url
+        yield ConsoleUrl(url, home)
     finally:
         os.killpg(server.pid, signal.SIGTERM)  # our own process group: tandem and the streamlit it started
         try:
@@ -52,6 +58,7 @@ def console_server(tmp_path):
 
 @pytest.fixture()
 def browser(tmp_path):
+    assert CHROMIUM is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
     chrome = Browser(CHROMIUM, tmp_path / "chromium", free_port())
     yield chrome
     chrome.close()
@@ -78,5 +85,11 @@ def test_overview_in_a_real_browser(console_server, browser):
                                 "[data-testid=\"stVegaLiteChart\"] svg').length") >= 4, 60, "four rendered charts")
     time.sleep(3)  # let vega finish drawing and the sidebar finish sliding in
     text = browser.js("document.body.innerText")
-    assert "400" in text and "not reachable" in text
+    import sqlite3
+
+    with sqlite3.connect(console_server.home / "tandem.db") as conn:
+        logged = conn.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+    assert logged > 20 and f"{logged:,}" in text and "not reachable" in text
+    # operators get no developer toolbar: no "Deploy" button, no rerun/settings menu
+    assert "Deploy" not in text and not browser.js("!!document.querySelector('[data-testid=\"stAppDeployButton\"]')")
     assert browser.screenshot(ARTIFACT).stat().st_size > 30_000

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from storage import settings_store
+from storage import policy_store
+from storage.db import open_database
 
 
 def _live():
-    settings_store.invalidate_live_settings()
-    return settings_store.live_settings()
+    return policy_store.current(open_database())
 
 
 def _save_button(at):
@@ -26,7 +26,7 @@ def test_tuning_save_is_versioned_read_back_and_rolled_back(signed_in):
     assert live.version == before.version + 1
     assert (live.route_threshold, live.cache_similarity) == (0.62, 0.91)
     assert live.rewrite_threshold == before.rewrite_threshold
-    newest = settings_store.history(limit=1)[0]
+    newest = policy_store.history(open_database(), limit=1)[0]
     assert (newest.author, newest.reason) == ("alice", "fewer LLM calls at peak")
     assert any(f"Saved version {live.version}." == s.value for s in at.success)
 
@@ -35,7 +35,7 @@ def test_tuning_save_is_versioned_read_back_and_rolled_back(signed_in):
     restored = _live()
     assert restored.version == live.version + 1
     assert (restored.route_threshold, restored.cache_similarity) == (before.route_threshold, before.cache_similarity)
-    assert settings_store.history(limit=1)[0].reason == f"rollback to version {before.version}"
+    assert policy_store.history(open_database(), limit=1)[0].reason == f"rollback to version {before.version}"
 
 
 def test_tuning_refuses_a_change_without_reason_or_with_bad_hysteresis(signed_in):
@@ -62,4 +62,4 @@ def test_what_if_apply_saves_the_picked_tau(signed_in):
     assert not at.exception
     live = _live()
     assert live.version == before.version + 1 and abs(live.route_threshold - suggested) < 1e-3
-    assert settings_store.history(limit=1)[0].reason.startswith("what-if: target LLM share 20%")
+    assert policy_store.history(open_database(), limit=1)[0].reason.startswith("what-if: target LLM share 20%")

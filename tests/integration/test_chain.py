@@ -1,4 +1,4 @@
-"""The router chain end to end on real parts: MiniLM, Chroma (demo KB), SQLite, and no LLM unless stated."""
+"""The router chain end to end on real parts: MiniLM, Chroma (demo KB), SQLite, no LLM (test_chain_llm.py has it)."""
 
 from __future__ import annotations
 
@@ -8,29 +8,28 @@ import pytest
 from sqlmodel import select
 
 from chains.schema import ChatRequest
-from storage import settings_store
-from storage.db import session_scope
 from storage.tables import RequestLog
-from tests.conftest import run_cli
+from tests.conftest import DEMO, make_runtime, run_cli
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def service(db):
-    from chains.service import TandemService
-    from tandem.bootstrap import bootstrap
+def runtime(settings, db, demo_kb):
+    return make_runtime(settings, db, demo_kb)
 
-    list(bootstrap(seed=True))  # demo orders and the demo KB in the test's TANDEM_HOME
-    return TandemService(use_llm=False)
+
+@pytest.fixture(scope="module")
+def service(runtime):
+    return runtime.service
 
 
 def ask(service, text, user="alice", session=""):
     return service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="api"))
 
 
-def row(request_id) -> RequestLog:
-    with session_scope() as session:
+def row(service, request_id) -> RequestLog:
+    with service.db.session() as session:
         return session.get(RequestLog, request_id)
 
 
@@ -39,11 +38,11 @@ def test_stages_run_in_order_and_every_message_logs_one_complete_row(service):
     stages = [step["stage"] for step in response.trace]
     assert stages[:5] == ["guard", "cache", "rules", "score", "threshold"]
     assert response.route == "small" and response.sources
-    logged = row(response.request_id)
-    assert logged.route == "small" and logged.kb_version == service.kb.version
+    logged = row(service, response.request_id)
+    assert logged.route == "small" and logged.kb_version == service.chain.kb.version
     assert {"guard", "embed", "cache", "rules", "retrieve", "score", "total"} <= set(logged.latency_ms)
     assert "p_llm" in logged.scores and logged.reasons and logged.settings_version >= 1
-    with session_scope() as session:
+    with service.db.session() as session:
         assert len(session.exec(select(RequestLog).where(RequestLog.id == response.request_id)).all()) == 1
 
 
@@ -51,7 +50,7 @@ def test_guard_refuses_and_logs(service):
     for text in ["", "   ", "x" * 50_000, "\x00\x01\x02"]:
         response = ask(service, text)
         assert response.route == "guard" and response.answer
-        assert row(response.request_id).route == "guard"
+        assert row(service, response.request_id).route == "guard"
 
 
 def test_cache_hits_paraphrase_but_never_a_negation(service):
@@ -69,7 +68,7 @@ def test_cache_never_stores_or_serves_personal_data(service):
     first = ask(service, text, user="bob")
     second = ask(service, text, user="carol")
     assert first.route != "cache" and second.route != "cache"
-    assert "bob@example.com" not in row(second.request_id).text  # masked in the log
+    assert "bob@example.com" not in row(service, second.request_id).text  # masked in the log
 
 
 def test_order_tool_answers_only_the_owner(service):
@@ -81,24 +80,22 @@ def test_order_tool_answers_only_the_owner(service):
 
     alice_items = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
     assert alice_items.split(",")[4].strip('"') not in other.answer
-    assert "[order]" in row(own.request_id).text  # order numbers are masked in the log
+    assert "[order]" in row(service, own.request_id).text  # order numbers are masked in the log
 
 
-def test_live_threshold_change_reroutes_the_same_query_without_restart(service):
+def test_live_threshold_change_changes_the_decision_without_restart(runtime, service):
+    """The decision flips; the route itself (small -> llm) is tested with the live LLM in test_chain_llm.py."""
     query = "Do you ship to Canada, and what would customs cost for a sofa?"
-    settings_store.save({"route_threshold": 0.99}, "test", "keep it small")
-    settings_store.invalidate_live_settings()
+    runtime.policy.save({"route_threshold": 0.99}, "test", "keep it small")
     before = ask(service, query, session="tau-a")
-    settings_store.save({"route_threshold": 0.0}, "test", "send everything to the LLM")
-    settings_store.invalidate_live_settings()
+    runtime.policy.save({"route_threshold": 0.0}, "test", "send everything to the LLM")
     after = ask(service, query, session="tau-b")
-    settings_store.save({"route_threshold": 0.5}, "test", "back to default")
-    settings_store.invalidate_live_settings()
+    runtime.policy.save({"route_threshold": 0.5}, "test", "back to default")
     threshold_before = next(s for s in before.trace if s["stage"] == "threshold")
     threshold_after = next(s for s in after.trace if s["stage"] == "threshold")
     assert threshold_before["decision"].startswith(("small", "rewrite"))
     assert threshold_after["decision"].startswith("llm")
-    assert row(after.request_id).settings_version > row(before.request_id).settings_version
+    assert row(service, after.request_id).settings_version > row(service, before.request_id).settings_version
 
 
 def test_follow_up_uses_the_earlier_turn(service):
@@ -121,9 +118,7 @@ def test_ask_json_shape():
 
 
 def test_route_batch_output_format(tmp_path):
-    from storage.seed import DEMO_ORDERS
-
-    demo = DEMO_ORDERS.parent
+    demo = DEMO
     queries = tmp_path / "queries.csv"
     queries.write_text("query_id,query\nq1,how long does shipping take\nq2,where is order NW-104233\n"
                        "q3,Explain the geopolitical history of the Ottoman empire in detail\n")
@@ -140,27 +135,68 @@ def test_route_batch_output_format(tmp_path):
     assert records[2]["route"] == "llm" and 0.0 <= records[2]["p_llm"] <= 1.0
 
 
-def test_router_registry_and_promotion_goes_live_without_restart(service, tandem_home):
-    from chains.routers.base import ROUTER_CLS, RouteContext, SHIPPED_ARTIFACT, get_router
-    from chains.routers.training import promote
+def test_router_registry_and_promotion_goes_live_without_restart(settings, db, demo_kb, tmp_path):
+    from chains.routers import ROUTER_CLS, build_router
+    from chains.routers.artifacts import SHIPPED_ARTIFACT, promote, read_artifact, rollback
+    from chains.routers.base import RouteContext
+    from core.errors import TandemError
 
+    params = read_artifact(SHIPPED_ARTIFACT)
     for name in ("similarity", "learned", "combined"):
-        assert 0.0 <= get_router(name).score("how do I return an item", RouteContext()) <= 1.0
+        assert 0.0 <= build_router(name, params).score("how do I return an item", RouteContext()) <= 1.0
     assert set(ROUTER_CLS) >= {"similarity", "learned", "combined"}
-    with pytest.raises(KeyError):
-        get_router("no-such-router")
+    with pytest.raises(TandemError, match="unknown router"):
+        build_router("no-such-router", params)
 
+    home = tmp_path / "home"
+    runtime = make_runtime(settings.model_copy(update={"home": home}), db, demo_kb)
+    runtime.routers.check_s = 0.0  # skip the 5 s poll interval
     artifact = json.loads(SHIPPED_ARTIFACT.read_text())
     artifact["combined"]["intercept"] = 50.0  # a candidate that sends everything to the LLM
-    candidate = tandem_home / "router" / "candidate.json"
-    candidate.parent.mkdir(parents=True, exist_ok=True)
+    candidate = tmp_path / "candidate.json"
     candidate.write_text(json.dumps(artifact))
-    live = promote(candidate)
+    promote(home, candidate)
+    response = ask(runtime.service, "How long does standard shipping take to arrive?", session="promo")
+    assert response.scores["p_llm"] > 0.99
+    rollback(home)
+    assert ask(runtime.service, "how many days is standard delivery", session="promo2").scores["p_llm"] < 0.5
+
+
+def test_a_corrupt_promoted_router_still_answers_logs_and_is_reported(settings, db, demo_kb, tmp_path):
+    """Bug: a corrupt promoted router.json (or a settings error) gave HTTP 500 and no request row."""
+    home = tmp_path / "home"
+    (home / "router").mkdir(parents=True)
+    (home / "router" / "router.json").write_text('{"combined": ')  # half-written, as a crash would leave it
+    runtime = make_runtime(settings.model_copy(update={"home": home}), db, demo_kb)
+    response = ask(runtime.service, "how do I reset my password")
+    assert response.route == "small" and row(runtime.service, response.request_id) is not None
+    assert "unreadable" in runtime.status()["problems"][0] and "rollback" in runtime.status()["problems"][0]
+
+
+def test_a_broken_policy_read_is_answered_and_logged(settings, db, demo_kb):
+    """An exception while starting a turn (policy, history) is inside the service's try: answer + row."""
+    runtime = make_runtime(settings, db, demo_kb)
+
+    class BrokenPolicy:  # a fault that cannot be produced for real without corrupting the shared database
+        def current(self):
+            raise RuntimeError("settings row unreadable")
+
+    runtime.service.policy = BrokenPolicy()
+    response = ask(runtime.service, "how do I reset my password")
+    assert response.fallback and "went wrong" in response.answer
+    assert "settings row unreadable" in row(runtime.service, response.request_id).error
+
+
+def test_a_small_rule_is_honoured(settings, db, demo_kb, tmp_path):
+    """Bug: a rule with `route: small` was ignored (only `llm` plans were)."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: keep-warranty-small\n    keywords: [warranty]\n    route: small\n")
+    runtime = make_runtime(settings.model_copy(update={"rules_path": rules, "route_threshold": 0.0}), db, demo_kb)
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM, except what a rule keeps small")
     try:
-        service._router_checked = 0.0  # skip the 5 s poll interval
-        response = ask(service, "How long does standard shipping take to arrive?", session="promo")
-        assert response.scores["p_llm"] > 0.99
+        kept = ask(runtime.service, "is there a warranty on the speaker, and can you compare it with others?")
+        other = ask(runtime.service, "compare your speakers with the ones from other shops please")
     finally:
-        live.unlink()
-        service._router_checked = 0.0
-    assert ask(service, "how many days is standard delivery", session="promo2").scores["p_llm"] < 0.5
+        runtime.policy.save({"route_threshold": 0.5}, "test", "back to default")
+    assert "small (rule)" in " ".join(kept.reasons)
+    assert not any("(rule)" in r for r in other.reasons)

@@ -1,75 +1,130 @@
-"""The chain with the real CPU LLM server (transformers serve of SmolLM2): LLM answers, rewrites, stop."""
+"""The chain with the real LLM server (vLLM CPU build): answers, reroutes, rewrites, degrade, cancel, fallback."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 import pytest
 from sqlmodel import select
 
-from chains.schema import ChatRequest, ChatResponse
-from storage import settings_store
-from storage.db import session_scope
+from chains import tiers
+from chains.schema import ChatRequest, ChatResponse, Decided
 from storage.tables import RequestLog
+from tests.conftest import make_runtime
+from tests.vllm_load import engine_metrics, saturated, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def llm_service(db, llm_server_process):
-    from chains.llm.client import reset_llm_client
-    from chains.service import TandemService
-    from tandem.bootstrap import bootstrap
-
-    list(bootstrap(seed=True))
-    reset_llm_client()
-    return TandemService()
+@pytest.fixture
+def runtime(llm_settings, db, demo_kb):
+    runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1"}), db, demo_kb, use_llm=True)
+    yield runtime
+    runtime.policy.save({"route_threshold": 0.5, "rewrite_threshold": llm_settings.rewrite_threshold},
+                        "test", "back to defaults")
+    runtime.close()
 
 
-def test_out_of_scope_message_streams_from_the_llm_and_logs_tokens(llm_service, llm_server):
-    settings_store.save({"route_threshold": 0.0}, "test", "everything to the LLM")
-    settings_store.invalidate_live_settings()
-    try:
-        items = list(llm_service.stream(ChatRequest(message="Can you write me a short poem about parcels?",
+def ask(runtime, text, user="dave", session="") -> ChatResponse:
+    return runtime.service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="api"))
+
+
+def row(runtime, request_id) -> RequestLog:
+    with runtime.db.session() as session:
+        return session.get(RequestLog, request_id)
+
+
+def test_an_llm_answer_streams_in_several_pieces_and_logs_the_engines_tokens(runtime):
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+    items = list(runtime.service.stream(ChatRequest(message="Can you write me a short poem about parcels?",
                                                     user_id="dave", session_id="llm-1")))
-    finally:
-        settings_store.save({"route_threshold": 0.5}, "test", "default")
-        settings_store.invalidate_live_settings()
     final = items[-1]
     assert isinstance(final, ChatResponse) and final.route == "llm", final.reasons
-    assert any(isinstance(i, str) and i for i in items[:-1])
-    with session_scope() as session:
-        row = session.get(RequestLog, final.request_id)
-    assert row.completion_tokens > 0 and row.model and row.latency_ms["generate"] > 0
+    assert isinstance(items[0], Decided) and items[0].route == "llm" and items[0].request_id == final.request_id
+    pieces = [i for i in items if isinstance(i, str)]
+    assert len(pieces) > 1 and "".join(pieces).strip() == final.answer
+    logged = row(runtime, final.request_id)
+    assert logged.completion_tokens > 0 and logged.model == "smollm2" and logged.latency_ms["generate"] > 0
 
 
-def test_stopped_stream_is_still_logged(llm_service, llm_server):
-    settings_store.save({"route_threshold": 0.0}, "test", "everything to the LLM")
-    settings_store.invalidate_live_settings()
+def test_a_threshold_change_reroutes_the_same_message_from_small_to_llm(runtime):
+    query = "Do you ship to Canada, and what would customs cost for a sofa?"
+    runtime.policy.save({"route_threshold": 0.99, "rewrite_threshold": 0.0}, "test", "keep it small")
+    before = ask(runtime, query, session="tau-a")
+    runtime.policy.save({"route_threshold": 0.0}, "test", "send everything to the LLM")
+    after = ask(runtime, query, session="tau-b")
+    assert before.route == "small" and after.route == "llm", (before.reasons, after.reasons)
+    assert row(runtime, after.request_id).settings_version > row(runtime, before.request_id).settings_version
+
+
+def test_a_weak_draft_is_rewritten_by_the_llm_with_tau_left_at_its_default(runtime):
+    runtime.policy.save({"route_threshold": 0.5, "rewrite_threshold": 0.99}, "test", "rewrite weak drafts")
+    response = ask(runtime, "How long does standard shipping take?", session="rw-1")
+    assert response.scores["p_llm"] < 0.5  # the router itself kept it small ...
+    assert response.route == "llm"  # ... but the draft was below the rewrite threshold
+    stages = [step["stage"] for step in response.trace]
+    assert "rewrite" in stages and "tier: llm rewrite of the draft" in response.reasons
+    assert response.sources and response.sources[0].answer_id == "shipping_times"  # the draft's citation kept
+
+
+def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_llm(runtime, llm_server):
+    runtime.policy.save({"route_threshold": 0.0, "overload_enter": 0.75, "overload_exit": 0.3}, "test",
+                        "everything to the LLM; degrade when vLLM queues")
     try:
-        stream = llm_service.stream(ChatRequest(message="Tell me a long story about a lost package",
-                                                user_id="dave", session_id="llm-stop"))
-        first = next(stream)
-        stream.close()  # the stop button
+        with saturated(llm_server.url, "smollm2", requests=12):
+            assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] >= 3, 60)
+            assert wait_for(lambda: not runtime.llm.admit("dave")[0], 10)
+            degraded = ask(runtime, "Can you recommend a gift for my dad?", user="dave", session="deg-1")
+            vip = ask(runtime, "Can you recommend a gift for my mum?", user="vip-1", session="deg-2")
+        assert degraded.route == "small" and degraded.degraded and tiers.DEGRADED_NOTICE in degraded.answer
+        assert any(r.startswith("degraded: LLM overloaded") for r in degraded.reasons)
+        assert row(runtime, degraded.request_id).degraded
+        assert vip.route == "llm" and not vip.degraded
+        assert any(step["stage"] == "load" and "VIP" in step["detail"].get("reason", "") for step in vip.trace)
     finally:
-        settings_store.save({"route_threshold": 0.5}, "test", "default")
-        settings_store.invalidate_live_settings()
-    assert isinstance(first, str)
-    with session_scope() as session:
+        runtime.policy.save({"overload_enter": 0.85, "overload_exit": 0.5}, "test", "default load gate")
+
+
+def test_stop_aborts_the_engine_request_and_the_row_is_logged_as_cancelled(runtime, llm_server):
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+    cancel = threading.Event()
+    stream = runtime.service.stream(ChatRequest(message="Tell me a long story about a lost package",
+                                                user_id="dave", session_id="llm-stop", max_tokens=400), cancel)
+    pieces = []
+    for item in stream:
+        if isinstance(item, str):
+            pieces.append(item)
+            if len(pieces) == 3:
+                assert engine_metrics(llm_server.url)["running"] >= 1
+                cancel.set()  # the Stop button
+                stopped = time.monotonic()
+        if isinstance(item, ChatResponse):
+            final = item
+    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0)
+    assert time.monotonic() - stopped < 2.5
+    assert final.cancelled and final.completion_tokens < 400
+    with runtime.db.session() as session:
         rows = session.exec(select(RequestLog).where(RequestLog.session_id == "llm-stop")).all()
-    assert len(rows) == 1 and any("stopped by the customer" in r for r in rows[0].reasons)
+    assert len(rows) == 1 and rows[0].cancelled and any(r.startswith("cancelled") for r in rows[0].reasons)
 
 
-def test_llm_down_means_fallback_not_failure(llm_service, llm_server):
-    from chains.llm.client import get_llm_client, reset_llm_client
+def test_a_client_that_goes_away_mid_stream_is_logged_as_cancelled(runtime, llm_server):
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+    stream = runtime.service.stream(ChatRequest(message="Tell me a long story about a parcel",
+                                                user_id="dave", session_id="llm-gone", max_tokens=400))
+    first_text = next(item for item in stream if isinstance(item, str))
+    stream.close()  # what a closed connection does to the generator
+    assert first_text
+    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0)
+    with runtime.db.session() as session:
+        rows = session.exec(select(RequestLog).where(RequestLog.session_id == "llm-gone")).all()
+    assert len(rows) == 1 and rows[0].cancelled
 
-    reset_llm_client()  # a fresh load history: earlier slow calls must not degrade this one first
-    llm_service.chain.llm = get_llm_client()
-    settings_store.save({"route_threshold": 0.0}, "test", "everything to the LLM")
-    settings_store.invalidate_live_settings()
+
+def test_llm_down_means_fallback_not_failure(runtime, llm_server):
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
     llm_server.kill()
-    try:
-        response = llm_service.answer(ChatRequest(message="Do you sell garden furniture?", user_id="dave"))
-    finally:
-        settings_store.save({"route_threshold": 0.5}, "test", "default")
-        settings_store.invalidate_live_settings()
+    response = ask(runtime, "Do you sell garden furniture?")
     assert response.route == "small" and response.fallback
     assert "busy" in response.answer and any(r.startswith("fallback") for r in response.reasons)

@@ -9,7 +9,7 @@ from tests.conftest import run_cli
 def test_doctor_finds_and_loads_both_models():
     result = run_cli("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ok   load minilm" in result.stdout and "ok   load smollm2" in result.stdout
+    assert "ok   encoder minilm" in result.stdout and "ok   load smollm2" in result.stdout
     assert "ok   database" in result.stdout
 
 

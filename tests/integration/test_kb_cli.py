@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.retrieval import KnowledgeBase
+from core.encoders import load_encoder
+from knowledge.chroma_kb import ChromaKnowledgeBase
 from tests.conftest import run_cli
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
@@ -25,7 +26,7 @@ def test_ingest_in_one_process_search_in_another(tmp_path):
     assert summary.startswith("ingested 62 answers, 316 questions; 1 bad row (see above); version ")
     version = summary.rsplit(" ", 1)[-1]
 
-    fresh = KnowledgeBase(path=home / "chroma")  # a new client in this process reads what the CLI wrote
+    fresh = ChromaKnowledgeBase(load_encoder(), path=home / "chroma")  # a new client in this process reads what the CLI wrote
     assert fresh.version == version and len(fresh) == 62
     assert fresh.search("how do i track my package", k=1)[0].answer_id == "track_order"
 

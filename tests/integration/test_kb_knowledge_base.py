@@ -5,28 +5,29 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.encoders import load_encoder
+from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.index import FusionParams
-from knowledge.retrieval import KnowledgeBase
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo_kb(tmp_path_factory) -> KnowledgeBase:
-    kb = KnowledgeBase(path=tmp_path_factory.mktemp("demo") / "chroma")
+def demo_kb(tmp_path_factory) -> ChromaKnowledgeBase:
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path_factory.mktemp("demo") / "chroma")
     report = kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv"], progress=False)
     assert (report.answers, report.questions, report.bad) == (62, 316, [])
     return kb
 
 
 @pytest.fixture(scope="module")
-def answers_only(tmp_path_factory) -> tuple[KnowledgeBase, KnowledgeBase]:
+def answers_only(tmp_path_factory) -> tuple[ChromaKnowledgeBase, ChromaKnowledgeBase]:
     """The demo answers without example questions, opened twice: hybrid, and dense-only (no BM25)."""
     path = tmp_path_factory.mktemp("answers-only") / "chroma"
-    hybrid = KnowledgeBase(path=path)
+    hybrid = ChromaKnowledgeBase(load_encoder(), path=path)
     hybrid.ingest([DEMO / "answers.csv"], progress=False)
-    dense_only = KnowledgeBase(path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0))
+    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0))
     return hybrid, dense_only
 
 
@@ -36,7 +37,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_ingest_update_remove_each_change_the_version(tmp_path):
-    kb = KnowledgeBase(path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
     empty = kb.version
     answers = write(tmp_path / "answers.csv", "answer_id,title,answer\n"
                     "hours,Opening hours,We are open Mon-Fri 8-20.\n"
@@ -63,7 +64,7 @@ def test_ingest_update_remove_each_change_the_version(tmp_path):
 
 
 def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
-    kb = KnowledgeBase(path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
     answers = write(tmp_path / "answers.csv", "answer_id,answer\nok,Fine.\nbroken,\n")
     questions = write(tmp_path / "questions.csv", "query,answer_id\nis it fine,ok\nwho knows,missing_id\n")
     report = kb.ingest([answers, questions], progress=False)
@@ -75,7 +76,7 @@ def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
 
 
 def test_markdown_and_text_files(tmp_path):
-    kb = KnowledgeBase(path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
     faq = write(tmp_path / "faq.md", "# Delivery\n\n## Do you ship to Iceland?\n\nYes, Iceland takes 7 days.\n\n"
                                      "## Can I pay with PayPal?\n\nYes, PayPal and cards.\n")
     manual = write(tmp_path / "kettle-manual.txt",
@@ -109,12 +110,10 @@ def test_one_hit_per_answer_with_bounded_scores(demo_kb):
 
 
 def test_precomputed_vector_gives_the_same_hits(demo_kb):
-    from tandem.models import embedder
-
     query = "can I pay in installments"
-    vector = embedder().encode_one(query)
+    vector = demo_kb.encoder.encode_query(query)
     assert demo_kb.search(query, vector=vector) == demo_kb.search(query)
-    with pytest.raises(ValueError, match="384-d MiniLM embedding"):
+    with pytest.raises(ValueError, match="384-d embedding by minilm"):
         demo_kb.search(query, vector=np.zeros(768, dtype=np.float32))
 
 
@@ -155,22 +154,21 @@ def test_entries_search_filters_by_text(demo_kb):
 
 
 def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
-    from knowledge.retrieval import throwaway_kb
+    from knowledge.chroma_kb import throwaway_kb
 
     answers = write(tmp_path / "kb.csv", "answer_id,intent,category,answer\n"
                     "a_cancel,cancel_order,ORDER,You can cancel in your order history.\n"
                     "a_invoice,get_invoice,INVOICE,Invoices are under Account > Invoices.\n")
-    kb = throwaway_kb(answers)
+    kb = throwaway_kb(load_encoder(), answers)
     assert kb.path.exists() and kb.path != tmp_path
     assert kb.search("I need my invoice", k=1)[0].answer_id == "a_invoice"
 
 
-def test_seed_demo_kb_fills_an_empty_kb_once():
-    from knowledge.demo_seed import seed_demo_kb
-    from knowledge.retrieval import get_kb, reset_kb
+def test_seed_demo_kb_fills_an_empty_kb_once(tmp_path):
+    from knowledge.demo_kb import seed_demo_kb
 
-    reset_kb()
-    first = seed_demo_kb()
-    assert get_kb() is get_kb() and len(get_kb()) >= 62
-    assert "62 answers" in first or "already has" in first
-    assert seed_demo_kb().startswith("knowledge base already has")
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    first = seed_demo_kb(kb)
+    assert "62 answers" in first and len(kb) == 62
+    again = seed_demo_kb(kb)
+    assert "already has 62 answers" in again

@@ -1,4 +1,5 @@
-"""The LLM client against a real `transformers serve` SmolLM2 server: streaming, crash, recovery, overload."""
+"""The LLM client against the real vLLM server (CPU build): streaming, cancellation, crash and recovery, and the
+load gate reading vLLM's own queue from /metrics."""
 
 from __future__ import annotations
 
@@ -8,34 +9,45 @@ import time
 import pytest
 
 from chains.llm.client import LLMClient, LLMResult, LLMUnavailable
-from tandem.settings import get_settings, reset_settings
+from core.policy import Thresholds
+from tests.vllm_load import LONG_PROMPT, engine_metrics, saturated, wait_for
 
 pytestmark = pytest.mark.slow
 
 MESSAGES = [{"role": "user", "content": "Where is my order?"}]
 
 
-def _configure(monkeypatch, **env: str) -> None:
-    for key, value in env.items():
-        monkeypatch.setenv(f"TANDEM_{key.upper()}", value)
-    reset_settings()
-
-
-def test_stream_yields_deltas_then_a_result_with_token_counts(llm_server):
-    items = list(LLMClient().stream(MESSAGES, max_tokens=8))
+def test_stream_yields_several_deltas_then_a_result_with_the_engines_token_counts(llm_client, llm_server):
+    items = list(llm_client.stream(MESSAGES, max_tokens=8))
     *deltas, result = items
-    assert deltas and all(isinstance(d, str) for d in deltas)
-    assert isinstance(result, LLMResult)
+    assert len(deltas) > 1 and all(isinstance(d, str) for d in deltas)
+    assert isinstance(result, LLMResult) and not result.cancelled
     assert result.text == "".join(deltas)
     assert 0 < result.completion_tokens <= 8 and result.prompt_tokens > 5
-    assert result.model == llm_server.model and result.tier == "default" and result.attempts == 1
+    assert result.model == "smollm2" and result.tier == "default" and result.attempts == 1  # asked /v1/models
     assert 0 < result.ttft_ms <= result.latency_ms
+    assert result.finish_reason in ("stop", "length")
 
 
-def test_crash_opens_the_breaker_and_recovery_closes_it(llm_server, monkeypatch):
-    _configure(monkeypatch, llm_retries="1", breaker_failures="2", breaker_cooldown_s="3", llm_timeout_s="60")
-    client = LLMClient()
-    per_call_limit_s = 2 * get_settings().llm_timeout_s + 5  # two tries plus backoff: never a hang
+def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_client, llm_server):
+    cancel = threading.Event()
+    stream = llm_client.stream(LONG_PROMPT, max_tokens=400, cancel=cancel)
+    received = [next(stream) for _ in range(3)]
+    assert engine_metrics(llm_server.url)["running"] >= 1
+    cancel.set()
+    result = next(item for item in stream if isinstance(item, LLMResult))
+    stopped_at = time.monotonic()
+    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0), "vLLM kept generating"
+    assert time.monotonic() - stopped_at < 2.0
+    assert result.cancelled and result.finish_reason == "cancelled" and result.text.startswith("".join(received))
+    assert result.completion_tokens < 400
+
+
+def test_crash_opens_the_breaker_and_recovery_closes_it(llm_settings, llm_server):
+    settings = llm_settings.model_copy(update={"llm_retries": 1, "breaker_failures": 2, "breaker_cooldown_s": 3.0,
+                                               "llm_timeout_s": 60.0})
+    client = LLMClient(settings)
+    per_call_limit_s = 2 * settings.llm_timeout_s + 5  # two tries plus backoff: never a hang
     outcomes: list[tuple[str, float]] = []
     stop = threading.Event()
     first_success = threading.Event()
@@ -72,54 +84,31 @@ def test_crash_opens_the_breaker_and_recovery_closes_it(llm_server, monkeypatch)
     with pytest.raises(LLMUnavailable, match="breaker open"):
         client.complete(MESSAGES, max_tokens=4)  # rejected fast while open
 
-    llm_server.start(timeout=240)
+    llm_server.start(timeout=300)
     time.sleep(max(0.0, client._endpoint(client._select(None)).breaker.retry_after_s()))
     result = client.complete(MESSAGES, max_tokens=4)  # the half-open probe
     assert result.completion_tokens > 0 and result.attempts == 1
     assert client.status()["breaker"] == "closed"
     assert client.complete(MESSAGES, max_tokens=4).text
+    client.close()
 
 
-def test_saturation_turns_overload_on_then_off_with_hysteresis(llm_server, monkeypatch, db):
-    from storage.settings_store import current_thresholds, save
-
-    _configure(monkeypatch, llm_queue_wait_s="300", llm_max_in_flight="4")
-    original = current_thresholds()
-    save({"overload_enter": 0.75, "overload_exit": 0.3}, author="test", reason="saturation test")
-    try:
-        client = LLMClient()
-        results: list[object] = []
-        senders = [threading.Thread(target=lambda: results.append(client.complete(MESSAGES, max_tokens=6)))
-                   for _ in range(8)]
-        samples: list[tuple[float, bool]] = []
-        for thread in senders:
-            thread.start()
-        while any(thread.is_alive() for thread in senders):
-            status = client.status()
-            samples.append((status["load"], status["overloaded"]))
-            time.sleep(0.1)
-        for thread in senders:
-            thread.join()
-        assert len(results) == 8 and all(isinstance(r, LLMResult) for r in results)
-        assert any(on for _, on in samples), f"never overloaded: max load {max(l for l, _ in samples)}"
-        # hysteresis: once on, it stays on until the load falls to the exit threshold
-        switched_off = [load for (load, on), (_, was_on) in zip(samples[1:], samples) if was_on and not on]
-        assert all(load <= 0.3 for load in switched_off)
-
-        deadline = time.monotonic() + 30  # the latency signal fades within LATENCY_MEMORY_S once idle
-        while client.status()["overloaded"] and time.monotonic() < deadline:
-            time.sleep(0.2)
+def test_vllms_own_queue_turns_the_gate_on_and_it_turns_off_once_drained(llm_settings, llm_server):
+    """Other replicas saturate the engine: our client has nothing in flight, yet vLLM's waiting queue degrades."""
+    policy = Thresholds.defaults(llm_settings).model_copy(update={"overload_enter": 0.75, "overload_exit": 0.3})
+    client = LLMClient(llm_settings.model_copy(update={"vip_users": "vip-1"}), lambda: policy)
+    assert client.admit("alice")[0]
+    with saturated(llm_server.url, "smollm2", requests=12):
+        assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] >= 3, 60), "vLLM never queued"
+        assert wait_for(lambda: not client.admit("alice")[0], 10), client.status()
+        admitted, reason = client.admit("alice")
+        assert not admitted and "overloaded" in reason
+        assert client.admit("vip-1") == (True, "VIP user: LLM kept under load")
         status = client.status()
-        assert status["overloaded"] is False and status["load"] <= 0.3 and status["in_flight"] == 0
-        assert client.admit("someone")[0]
-    finally:
-        save(original.values(), author="test", reason="restore after saturation test")
-
-
-def test_transformers_server_has_no_vllm_metrics(llm_server):
-    client = LLMClient()
-    client.complete(MESSAGES, max_tokens=2)
-    deadline = time.monotonic() + 10
-    while (client.status()["vllm"] or {}).get("available") is not False and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert client.status()["vllm"]["available"] is False
+        assert status["overloaded"] and status["vllm"]["available"] and status["vllm"]["waiting"] >= 3
+        assert status["in_flight"] == 0  # the load is vLLM's, seen through its /metrics
+    # hysteresis: it stays on while the queue drains past enter, and turns off only at exit
+    assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] == 0, 30)
+    assert wait_for(lambda: client.admit("alice")[0], 15), client.status()
+    assert client.status()["load"] <= 0.3
+    client.close()

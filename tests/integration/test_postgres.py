@@ -10,11 +10,10 @@ import time
 
 import pytest
 
-from chains.llm.server import free_port
+from tandem.processes import free_port
 
 BIN = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-pytestmark = pytest.mark.skipif(not BIN or shutil.which("runuser") is None,
-                                reason="PostgreSQL server binaries not installed (make test installs them)")
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +21,7 @@ def postgres_url():
     import tempfile
     from pathlib import Path
 
+    assert BIN and shutil.which("runuser"), "PostgreSQL server binaries are missing: run `make test` (it installs them)"
     bindir = BIN[-1]
     # Not under pytest's tmp dir: that is private to root, and the server runs as user postgres.
     folder = Path(tempfile.mkdtemp(prefix="tandem-pg-"))
@@ -55,29 +55,19 @@ def postgres_url():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_tables_rows_and_versioned_settings_on_postgres(postgres_url, monkeypatch):
-    from storage import settings_store
-    from storage.db import init_db, reset_engines, session_scope
+def test_tables_rows_and_versioned_policy_on_postgres(postgres_url):
+    from storage import policy_store
+    from storage.db import Database
     from storage.tables import RequestLog
-    from tandem.settings import reset_settings
 
-    monkeypatch.setenv("TANDEM_DATABASE_URL", postgres_url)
-    reset_settings()
-    reset_engines()
-    try:
-        engine = init_db()
-        assert engine.dialect.name == "postgresql"
-        row = RequestLog(text="hello", route="small", scores={"p_llm": 0.2}, latency_ms={"total": 12.5})
-        with session_scope() as session:
-            session.add(row)
-            session.commit()
-        with session_scope() as session:
-            assert session.get(RequestLog, row.id).scores == {"p_llm": 0.2}
-        first = settings_store.save({"route_threshold": 0.4}, "pg-test", "on postgres")
-        assert settings_store.current_thresholds().route_threshold == 0.4
-        assert settings_store.rollback(first.version, "pg-test").version == first.version + 1
-    finally:
-        monkeypatch.delenv("TANDEM_DATABASE_URL")
-        reset_settings()
-        reset_engines()
-        settings_store.invalidate_live_settings()
+    db = Database(postgres_url).init()
+    assert db.engine.dialect.name == "postgresql"
+    row = RequestLog(text="hello", route="small", scores={"p_llm": 0.2}, latency_ms={"total": 12.5})
+    with db.session() as session:
+        session.add(row)
+        session.commit()
+    with db.session() as session:
+        assert session.get(RequestLog, row.id).scores == {"p_llm": 0.2}
+    first = policy_store.save(db, {"route_threshold": 0.4}, "pg-test", "on postgres")
+    assert policy_store.current(db).route_threshold == 0.4
+    assert policy_store.rollback(db, first.version, "pg-test").version == first.version + 1

@@ -16,10 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.reliability.corpus.generate import INJECTION_DOC
 from tests.apps import UPLOAD_LIMIT_MB, RunningApp, start_app, stop_app  # noqa: F401
 from tests.apps import app_env as shared_app_env
+from tests.conftest import REPO, run_cli
+from tests.reliability.corpus.generate import INJECTION_DOC
+
 DEMO = REPO / "knowledge" / "demo"
 
 
@@ -92,11 +93,11 @@ def gradio(reliability_app):
 # --- in-process service for the fault tests -------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def small_kb(tmp_path_factory, db):
+def small_kb(tmp_path_factory, encoder):
     """A real Chroma KB in a temp folder with a handful of demo answers (cheap to embed)."""
     import csv
 
-    from knowledge.retrieval import KnowledgeBase
+    from knowledge.chroma_kb import ChromaKnowledgeBase
 
     folder = tmp_path_factory.mktemp("small-kb")
     with (DEMO / "answers.csv").open(newline="", encoding="utf-8") as source:
@@ -106,24 +107,23 @@ def small_kb(tmp_path_factory, db):
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    kb = KnowledgeBase(path=folder / "chroma")
+    kb = ChromaKnowledgeBase(encoder, path=folder / "chroma")
     kb.ingest([answers], progress=False)
     return kb
 
 
-def session_rows() -> int:
-    """Rows in `requests` of the database the in-process service writes to (TANDEM_DATABASE_URL or home)."""
+def session_rows(db) -> int:
+    """Rows in `requests` of a database (counted with plain SQL, not through the service)."""
     from sqlalchemy import func
     from sqlmodel import select
 
-    from storage.db import session_scope
     from storage.tables import RequestLog
 
-    with session_scope() as session:
+    with db.session() as session:
         return session.exec(select(func.count()).select_from(RequestLog)).one()
 
 
-def make_service(kb, llm=None):
-    from chains.service import TandemService
+def make_service(settings, db, kb, llm=None):
+    from tests.conftest import make_runtime
 
-    return TandemService(kb=kb, llm=llm, use_llm=llm is not None)
+    return make_runtime(settings, db, kb, llm=llm).service

@@ -9,30 +9,25 @@ case image-over-limit, and tests/ui/test_chat_gradio.py::test_upload_over_the_li
 from __future__ import annotations
 
 import pytest
-from fastapi import FastAPI
-from fastapi.testclient import TestClient
 
-from app.api import router
 from chains.schema import ChatRequest
-from tests.reliability.conftest import make_service
+from tests.api import api_client
+from tests.conftest import make_runtime
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def limited_service(monkeypatch, small_kb):
-    from tandem.settings import reset_settings
-
-    monkeypatch.setenv("TANDEM_RATE_LIMIT_PER_MIN", "3")
-    reset_settings()
-    yield make_service(small_kb)
-    monkeypatch.delenv("TANDEM_RATE_LIMIT_PER_MIN")
-    reset_settings()
+def limited(settings, db, small_kb):
+    limited_settings = settings.model_copy(update={"rate_limit_per_min": 3})
+    return limited_settings, make_runtime(limited_settings, db, small_kb)
 
 
-def test_rate_limit_per_user_and_per_session(limited_service):
+def test_rate_limit_per_user_and_per_session(limited):
+    _, runtime = limited
+
     def ask(user: str = "", session: str = ""):
-        return limited_service.answer(ChatRequest(message="How do I track my order?", user_id=user,
+        return runtime.service.answer(ChatRequest(message="How do I track my order?", user_id=user,
                                                   session_id=session, channel="api"))
 
     assert all(ask(user="mallory").route != "guard" for _ in range(3))
@@ -43,31 +38,20 @@ def test_rate_limit_per_user_and_per_session(limited_service):
     assert ask(session="s-1").route == "guard"          # anonymous, but one session
 
 
-def test_rate_limited_api_call_is_429_json(monkeypatch, limited_service):
-    import chains.service
-
-    app = FastAPI()
-    app.include_router(router)
-    monkeypatch.setattr(chains.service, "_SERVICE", limited_service)  # the API's process-wide service
-    with TestClient(app) as client:
+def test_rate_limited_api_call_is_429_json(limited):
+    settings, runtime = limited
+    with api_client(settings, runtime) as client:
         statuses = [client.post("/api/v1/chat", json={"message": "How do I track my order?", "user_id": "eve"})
                     for _ in range(4)]
     assert [r.status_code for r in statuses[:3]] == [200, 200, 200]
     assert statuses[3].status_code == 429 and "per minute" in statuses[3].json()["error"]
 
 
-def test_api_token_guards_chat(monkeypatch, db):
-    from tandem.settings import reset_settings
-
-    app = FastAPI()
-    app.include_router(router)
-    monkeypatch.setenv("TANDEM_API_TOKEN", "t0ken")
-    reset_settings()
-    try:
-        with TestClient(app) as client:
-            for headers in ({}, {"Authorization": "Bearer wrong"}):
-                response = client.post("/api/v1/chat", json={"message": "hi"}, headers=headers)
-                assert response.status_code == 401 and "Bearer" in response.json()["error"]
-    finally:
-        monkeypatch.delenv("TANDEM_API_TOKEN")
-        reset_settings()
+def test_api_token_guards_chat(settings, db, small_kb):
+    guarded = settings.model_copy(update={"api_token": "t0ken"})
+    with api_client(guarded, make_runtime(guarded, db, small_kb)) as client:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            response = client.post("/api/v1/chat", json={"message": "hi"}, headers=headers)
+            assert response.status_code == 401 and "Bearer" in response.json()["error"]
+        ok = client.post("/api/v1/chat", json={"message": "hi"}, headers={"Authorization": "Bearer t0ken"})
+        assert ok.status_code == 200

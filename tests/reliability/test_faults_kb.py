@@ -13,36 +13,33 @@ import pytest
 
 from chains.schema import ChatRequest
 from chains.tiers import NO_ANSWER
-from tandem.errors import TandemError
+from core.errors import TandemError
+from knowledge.chroma_kb import ChromaKnowledgeBase
 from tests.conftest import run_cli
 from tests.reliability.conftest import make_service, session_rows
 
 pytestmark = pytest.mark.slow
 
 
-def test_missing_chroma_folder_opens_empty_and_every_message_is_answered(tmp_path, db):
-    from knowledge.retrieval import KnowledgeBase
-
+def test_missing_chroma_folder_opens_empty_and_every_message_is_answered(tmp_path, settings, db, encoder):
     folder = tmp_path / "chroma"
-    kb = KnowledgeBase(path=folder)
+    kb = ChromaKnowledgeBase(encoder, path=folder)
     assert len(kb) == 0
     shutil.rmtree(folder)  # deleted while configured: the next open recreates it empty
-    kb = KnowledgeBase(path=folder)
-    service = make_service(kb)
-    before = session_rows()
+    kb = ChromaKnowledgeBase(encoder, path=folder)
+    service = make_service(settings, db, kb)
+    before = session_rows(db)
     response = service.answer(ChatRequest(message="How do I track my order?", channel="api"))
     assert response.route == "small" and response.answer.startswith(NO_ANSWER)
-    assert session_rows() - before == 1
+    assert session_rows(db) - before == 1
 
 
-def test_corrupt_chroma_store_is_one_clear_line(tmp_path):
-    from knowledge.retrieval import KnowledgeBase
-
+def test_corrupt_chroma_store_is_one_clear_line(tmp_path, encoder):
     folder = tmp_path / "chroma"
     folder.mkdir()
     (folder / "chroma.sqlite3").write_bytes(b"this is not a database " * 4000)
     with pytest.raises(TandemError, match=r"damaged .*tandem init"):
-        KnowledgeBase(path=folder)
+        ChromaKnowledgeBase(encoder, path=folder)
 
     result = run_cli("kb", "stats", env={"TANDEM_HOME": str(tmp_path)})
     assert result.returncode != 0

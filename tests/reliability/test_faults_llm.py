@@ -61,7 +61,7 @@ class FaultyOpenAIServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
-    def __enter__(self) -> "FaultyOpenAIServer":
+    def __enter__(self) -> FaultyOpenAIServer:
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
         return self
 
@@ -70,25 +70,22 @@ class FaultyOpenAIServer:
         self._httpd.server_close()
 
 
-def _run_fault(monkeypatch, small_kb, url: str, timeout_s: float = 5.0) -> tuple[list, dict]:
+def _run_fault(settings, db, small_kb, url: str, timeout_s: float = 5.0) -> tuple[list, dict]:
     from chains.llm.client import LLMClient
-    from tandem.settings import reset_settings
 
-    with monkeypatch.context() as env:
-        env.setenv("TANDEM_LLM_URL", url)
-        env.setenv("TANDEM_LLM_RETRIES", "1")
-        env.setenv("TANDEM_LLM_TIMEOUT_S", str(timeout_s))
-        reset_settings()
-        try:
-            client = LLMClient(poll_metrics=False)
-            service = make_service(small_kb, client)
-            before = session_rows()
-            responses = [service.answer(ChatRequest(message=m, channel="api")) for m in LLM_BOUND]
-            added = session_rows() - before
-            status = client.status()
-            client.close()
-        finally:
-            reset_settings()
+    faulty = settings.model_copy(update={"llm_url": url, "llm_retries": 1, "llm_timeout_s": timeout_s,
+                                         "llm_model": "smollm2"})
+    client = LLMClient(faulty, poll_metrics=False)
+    service = make_service(faulty, db, small_kb, client)
+    service.policy.save({"route_threshold": 0.0}, "test", "every message to the LLM")
+    try:
+        before = session_rows(db)
+        responses = [service.answer(ChatRequest(message=m, channel="api")) for m in LLM_BOUND]
+        added = session_rows(db) - before
+        status = client.status()
+    finally:
+        service.policy.save({"route_threshold": settings.route_threshold}, "test", "default")
+        client.close()
     for response in responses:
         assert response.route == "small" and response.fallback, (response.route, response.reasons)
         assert response.answer.startswith(FALLBACK_NOTICE)
@@ -98,20 +95,20 @@ def _run_fault(monkeypatch, small_kb, url: str, timeout_s: float = 5.0) -> tuple
 
 
 @pytest.mark.parametrize("mode", ["500", "malformed"])
-def test_llm_answering_garbage_falls_back_and_opens_the_breaker(monkeypatch, small_kb, mode):
+def test_llm_answering_garbage_falls_back_and_opens_the_breaker(settings, db, small_kb, mode):
     with FaultyOpenAIServer(mode) as faulty:
-        responses, _ = _run_fault(monkeypatch, small_kb, faulty.url)
+        responses, _ = _run_fault(settings, db, small_kb, faulty.url)
     # The breaker stops the calls: fewer server hits than messages x tries.
     assert 0 < faulty.hits < len(LLM_BOUND) * 2
     assert any("breaker open" in r.reasons[-1] for r in responses)
 
 
-def test_llm_too_slow_times_out_and_falls_back(monkeypatch, small_kb, llm_server):
-    responses, _ = _run_fault(monkeypatch, small_kb, llm_server.url, timeout_s=0.01)
+def test_llm_too_slow_times_out_and_falls_back(settings, db, small_kb, llm_server):
+    responses, _ = _run_fault(settings, db, small_kb, llm_server.url, timeout_s=0.01)
     assert "timeout" in responses[0].reasons[-1]
 
 
-def test_llm_server_killed_falls_back(monkeypatch, small_kb, llm_server):
+def test_llm_server_killed_falls_back(settings, db, small_kb, llm_server):
     llm_server.kill()  # the llm_server fixture restarts it for the next test that needs it
-    responses, _ = _run_fault(monkeypatch, small_kb, llm_server.url)
+    responses, _ = _run_fault(settings, db, small_kb, llm_server.url)
     assert "connection" in responses[0].reasons[-1]

@@ -3,7 +3,7 @@
 Expected (SECURITY.md, fault model): the customer is answered anyway; the row waits in the service's
 log backlog and `status()` (so /healthz and the console) shows log_backlog, log_failures and
 last_log_error; once the fault clears, the next message flushes the backlog and rows logged == sent.
-The database sits on a small tmpfs so read-only and disk-full are real (needs root; skipped otherwise).
+The database sits on a small tmpfs so read-only and disk-full are real (needs root, as CI has).
 """
 
 from __future__ import annotations
@@ -30,37 +30,26 @@ def _mount(folder: Path, *options: str) -> None:
 
 
 @pytest.fixture
-def tmpfs_db(tmp_path, monkeypatch):
-    """A fresh database on its own tmpfs; yields its folder. The service's engine points at it."""
-    from storage.db import init_db, reset_engines
-    from storage.settings_store import ensure_seeded, invalidate_live_settings
-    from tandem.settings import reset_settings
+def tmpfs_db(tmp_path):
+    """A fresh database on its own 1 MB tmpfs (real read-only and disk-full faults need root, as CI has)."""
+    from storage import policy_store
+    from storage.db import Database
 
     folder = tmp_path / "dbfs"
     folder.mkdir()
     try:
         _mount(folder, "size=1m", "mode=0777")
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {getattr(exc, 'stderr', exc)!r}")
-    monkeypatch.setenv("TANDEM_DATABASE_URL", f"sqlite:///{folder / 'tandem.db'}")
-    reset_settings()
-    reset_engines()
-    init_db()
-    ensure_seeded()
-    invalidate_live_settings()
+        pytest.fail(f"cannot mount a tmpfs here; these faults need root, as CI has: {getattr(exc, 'stderr', exc)!r}")
+    db = Database(f"sqlite:///{folder / 'tandem.db'}").init()
+    policy_store.ensure_seeded(db)
+    db.folder = folder
     try:
-        yield folder
+        yield db
     finally:
-        reset_engines()   # closes nothing by itself; drop our pooled handles before unmounting
-        import gc
-
-        gc.collect()
+        db.engine.dispose()  # drop our pooled handles before unmounting
         for _ in range(2):  # the read-only test stacks a bind mount on the tmpfs
             subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-        monkeypatch.delenv("TANDEM_DATABASE_URL")
-        reset_settings()
-        reset_engines()
-        invalidate_live_settings()
 
 
 def _ask(service, question: str):
@@ -70,7 +59,8 @@ def _ask(service, question: str):
 
 
 def _fault_then_recover(service, start_fault, clear_fault, expect_error: str, during: int = 2):
-    before = session_rows()
+    db = service.db
+    before = session_rows(db)
     start_fault()
     for question in QUESTIONS[:during]:
         _ask(service, question)
@@ -80,59 +70,57 @@ def _fault_then_recover(service, start_fault, clear_fault, expect_error: str, du
     clear_fault()
     _ask(service, QUESTIONS[-1])
     assert service.status()["log_backlog"] == 0
-    assert session_rows() - before == during + 1, ("rows logged != requests sent", _texts())
+    assert session_rows(db) - before == during + 1, ("rows logged != requests sent", _texts(db))
 
 
-def test_database_locked_by_another_connection(tmpfs_db, small_kb):
-    service = make_service(small_kb)
-    holder = sqlite3.connect(tmpfs_db / "tandem.db", isolation_level=None, timeout=1)
+def test_database_locked_by_another_connection(settings, tmpfs_db, small_kb):
+    service = make_service(settings, tmpfs_db, small_kb)
+    holder = sqlite3.connect(tmpfs_db.folder / "tandem.db", isolation_level=None, timeout=1)
     _fault_then_recover(service, lambda: holder.execute("BEGIN EXCLUSIVE"),
                         lambda: holder.execute("ROLLBACK"), "locked")
     holder.close()
 
 
-def test_database_read_only(tmpfs_db, small_kb):
-    from storage.db import reset_engines
-
-    service = make_service(small_kb)
+def test_database_read_only(settings, tmpfs_db, small_kb):
+    service = make_service(settings, tmpfs_db, small_kb)
+    folder = tmpfs_db.folder
     _ask(service, QUESTIONS[0])
 
     def read_only():
         # Linux refuses to remount a file system read-only while files on it are open for writing, so
         # a read-only bind mount goes on top and the engine reconnects through it (as after a restart).
-        subprocess.run(["mount", "--bind", str(tmpfs_db), str(tmpfs_db)], check=True, capture_output=True)
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(tmpfs_db)], check=True, capture_output=True)
-        reset_engines()
+        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True, capture_output=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True, capture_output=True)
+        tmpfs_db.engine.dispose()
 
     def writable():
-        subprocess.run(["mount", "-o", "remount,bind,rw", str(tmpfs_db)], check=True, capture_output=True)
-        reset_engines()
+        subprocess.run(["mount", "-o", "remount,bind,rw", str(folder)], check=True, capture_output=True)
+        tmpfs_db.engine.dispose()
 
     _fault_then_recover(service, read_only, writable, "")
     assert any(word in service.last_log_error.lower() for word in ("readonly", "read-only", "unable to open")), \
         service.last_log_error
 
 
-def test_disk_full(tmpfs_db, small_kb):
-    service = make_service(small_kb)
+def test_disk_full(settings, tmpfs_db, small_kb):
+    service = make_service(settings, tmpfs_db, small_kb)
     _ask(service, QUESTIONS[0])
-    filler = tmpfs_db / "filler"
+    filler = tmpfs_db.folder / "filler"
 
     def fill():
         # An empty WAL must grow to take the next write; then fill every free byte.
-        with sqlite3.connect(tmpfs_db / "tandem.db") as conn:
+        with sqlite3.connect(tmpfs_db.folder / "tandem.db") as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=4k"], capture_output=True)
-        assert os.statvfs(tmpfs_db).f_bavail == 0
+        assert os.statvfs(tmpfs_db.folder).f_bavail == 0
 
     _fault_then_recover(service, fill, filler.unlink, "full")
 
 
-def _texts() -> list[str]:
+def _texts(db) -> list[str]:
     from sqlmodel import select
 
-    from storage.db import session_scope
     from storage.tables import RequestLog
 
-    with session_scope() as session:
+    with db.session() as session:
         return [row.text for row in session.exec(select(RequestLog))]

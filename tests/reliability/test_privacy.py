@@ -22,21 +22,34 @@ def test_personal_data_is_masked_in_the_log(reliability_app, api):
     assert not any(value in stored for value in RAW_VALUES), stored[:400]
 
 
-def test_masking_can_be_turned_off(monkeypatch, small_kb):
-    from storage.db import session_scope
+def test_masking_can_be_turned_off(settings, db, small_kb):
     from storage.tables import RequestLog
-    from tandem.settings import reset_settings
 
-    monkeypatch.setenv("TANDEM_MASK_PII", "false")
-    reset_settings()
-    try:
-        response = make_service(small_kb).answer(ChatRequest(message=PERSONAL, user_id="carol", channel="api"))
-    finally:
-        monkeypatch.delenv("TANDEM_MASK_PII")
-        reset_settings()
-    with session_scope() as session:
+    unmasked = settings.model_copy(update={"mask_pii": False})
+    response = make_service(unmasked, db, small_kb).answer(ChatRequest(message=PERSONAL, user_id="carol",
+                                                                       channel="api"))
+    with db.session() as session:
         row = session.get(RequestLog, response.request_id)
     assert all(value in row.text for value in RAW_VALUES)
+
+
+def test_conversation_memory_feedback_and_handoff_notes_are_stored_masked(settings, db, small_kb):
+    """Bug: the messages table stored chat text unmasked, and the console showed comments and notes unmasked."""
+    from sqlmodel import select
+
+    from storage.tables import ChatMessage, Feedback, Handoff
+
+    service = make_service(settings, db, small_kb)
+    response = service.answer(ChatRequest(message=PERSONAL, user_id="carol", session_id="pii-1", channel="api"))
+    service.feedback(response.request_id, -1, "call me on +1 415 555 0134")
+    ticket = service.handoff("pii-1", "carol", response.request_id, "write to carol.smith@example.com")
+    with db.session() as session:
+        memory = " ".join(m.content for m in session.exec(select(ChatMessage).where(ChatMessage.session_id == "pii-1")))
+        comment = session.exec(select(Feedback).where(Feedback.request_id == response.request_id)).one().comment
+        note = session.get(Handoff, ticket).note
+    stored = memory + comment + note
+    assert not any(value in stored for value in RAW_VALUES), stored
+    assert "[email]" in memory and "[phone]" in comment and "[email]" in note
 
 
 def test_cache_never_serves_one_users_personal_answer_to_another(api):

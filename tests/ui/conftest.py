@@ -1,4 +1,6 @@
-"""One real app per test session: `tandem serve` in a subprocess on a free port, in the session's TANDEM_HOME.
+"""One real app per test session: `tandem serve` in a subprocess on a free port, in the session's TANDEM_HOME,
+with its LLM tier on the session's real vLLM server (so the deployed app's LLM path is tested, not only its
+fallback).
 
 Start-up seeds the demo KB and loads MiniLM, OCR and Whisper once; every UI/API test shares it.
 The upload limit is lowered to 1 MB so the oversize case needs only a small generated file.
@@ -10,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from chains.llm.server import free_port  # noqa: F401  (re-exported for the UI tests)
+from tandem.processes import free_port  # noqa: F401  (re-exported for the UI tests)
 from tests.apps import UPLOAD_LIMIT_MB, RunningApp, app_env, start_app, stop_app  # noqa: F401
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -18,8 +20,10 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 @pytest.fixture(scope="session")
-def app_server(tandem_home, tmp_path_factory) -> RunningApp:
-    app = start_app(tmp_path_factory.mktemp("app") / "serve.log", app_env(tandem_home))
+def app_server(tandem_home, tmp_path_factory, llm_server_process) -> RunningApp:
+    # Long enough LLM answers to watch them stream and to press Stop midway (4 s or so on 2 CPU cores).
+    env = app_env(tandem_home, llm_server_process.url, TANDEM_LLM_MAX_TOKENS="128")
+    app = start_app(tmp_path_factory.mktemp("app") / "serve.log", env)
     yield app
     stop_app(app)
 
@@ -33,8 +37,8 @@ def gradio(app_server):
 
 def request_row(request_id: str):
     """The logged row, read from the app's SQLite database (same TANDEM_HOME)."""
-    from storage.db import session_scope
+    from storage.db import open_database
     from storage.tables import RequestLog
 
-    with session_scope() as session:
+    with open_database().session() as session:
         return session.get(RequestLog, request_id)

@@ -4,7 +4,7 @@ send a voice message and stop it. Saves tests/artifacts/chat.png."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from sqlmodel import select
@@ -23,18 +23,17 @@ LAST_BOT = ("(() => { const bots = document.querySelectorAll('#chat .bot'); "
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     executable = chromium_path()
-    if executable is None:
-        pytest.skip("Chromium is not installed (Debian: apt-get install -y chromium)")
+    assert executable is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
     chrome = Browser(executable, tmp_path_factory.mktemp("chromium-profile"), free_port())
     yield chrome
     chrome.close()
 
 
 def _rows_since(since: datetime, **where):
-    from storage.db import session_scope
+    from storage.db import open_database
     from storage.tables import RequestLog
 
-    with session_scope() as session:
+    with open_database().session() as session:
         query = select(RequestLog).where(RequestLog.created_at >= since)
         for key, value in where.items():
             query = query.where(getattr(RequestLog, key) == value)
@@ -42,10 +41,10 @@ def _rows_since(since: datetime, **where):
 
 
 def test_chat_page_end_to_end(app_server, browser):
-    from storage.db import session_scope
+    from storage.db import open_database
     from storage.tables import Feedback
 
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     browser.open(app_server.url + "/")
     browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
     assert browser.js("document.title") == "Northwind Goods support"
@@ -68,7 +67,7 @@ def test_chat_page_end_to_end(app_server, browser):
     browser.click("#chat button[aria-label='Dislike']")
 
     def feedback():
-        with session_scope() as session:
+        with open_database().session() as session:
             return session.exec(select(Feedback).where(Feedback.request_id == row.id)).all()
 
     rated = wait_until(feedback, 20, "the feedback row")
@@ -92,3 +91,51 @@ def test_chat_page_end_to_end(app_server, browser):
     audio_rows = wait_until(lambda: _rows_since(started, channel="ui", modality="audio"), 60,
                        "the stopped voice message's row")
     assert "password" in audio_rows[0].text.lower()
+
+
+LLM_MESSAGE = "Can you recommend a gift for my dad who likes hiking, around 80 dollars?"
+
+
+def _send(browser, text: str) -> None:
+    browser.js("document.querySelector('#message textarea').focus()")
+    browser.type_text(text)
+    browser.press_enter()
+
+
+def test_an_llm_answer_streams_from_vllm_into_the_chat_with_the_llm_badge(app_server, browser):
+    started = datetime.now(UTC)
+    browser.open(app_server.url + "/")
+    browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
+    _send(browser, LLM_MESSAGE)
+    partials: list[str] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not browser.js(BADGES):
+        text = browser.js(LAST_BOT)
+        if text and text not in ("…",) and (not partials or text != partials[-1]):
+            partials.append(text)
+        time.sleep(0.05)
+    badges = browser.js(BADGES)
+    assert badges and badges[-1].startswith("route: llm"), badges
+    assert len(partials) >= 3, partials  # the reply grew on screen piece by piece before it was complete
+    assert all(len(a) <= len(b) for a, b in zip(partials, partials[1:]))
+    row = wait_until(lambda: _rows_since(started, channel="ui", route="llm"), 10, "the llm row")[0]
+    assert row.model == "smollm2" and row.completion_tokens > 1
+
+
+def test_stop_in_the_browser_aborts_the_engine_request_and_logs_it_cancelled(app_server, browser, llm_server):
+    from tests.vllm_load import engine_metrics
+
+    started = datetime.now(UTC)
+    browser.open(app_server.url + "/")
+    browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
+    _send(browser, "Please write me a long bedtime story about a brave little teapot who wants to see the sea")
+    streaming = wait_until(lambda: (engine_metrics(llm_server.url)["running"] >= 1 and len(browser.js(LAST_BOT)) > 20)
+                           or browser.js(BADGES)[-1:] == ["route: llm"] or _rows_since(started, channel="ui"), 60,
+                           "the answer streaming from vLLM", interval=0.05)
+    assert streaming is True, f"not streaming from the LLM: {[(r.route, r.reasons) for r in _rows_since(started)]}"
+    browser.click("#message button.stop-button")
+    pressed = time.monotonic()
+    wait_until(lambda: engine_metrics(llm_server.url)["running"] == 0, 5, "vLLM to drop the request")
+    assert time.monotonic() - pressed < 2.5
+    row = wait_until(lambda: _rows_since(started, channel="ui", cancelled=True), 15, "the cancelled row")[0]
+    assert row.route == "llm" and any(r.startswith("cancelled") for r in row.reasons)

@@ -86,13 +86,13 @@ def test_session_continues_after_bad_input(gradio):
 
 
 def test_talk_to_a_human_opens_a_handoff(gradio):
-    from storage.db import session_scope
+    from storage.db import open_database
     from storage.tables import Handoff
 
     notice, comment_box = gradio.predict("please call me back", api_name="/handoff")  # State is not returned
     assert "ticket #" in notice
     ticket = int(notice.split("ticket #")[1].split(")")[0])
-    with session_scope() as session:
+    with open_database().session() as session:
         row = session.get(Handoff, ticket)
     assert row is not None and row.session_id and row.status == "open"
     assert row.note == "please call me back" and comment_box == ""

@@ -59,14 +59,15 @@ def test_malformed_bodies_are_4xx_json(api, content, status, says):
 
 
 def test_feedback_round_trip_and_bad_feedback(api):
-    from storage.db import session_scope
-    from storage.tables import Feedback
     from sqlmodel import select
+
+    from storage.db import open_database
+    from storage.tables import Feedback
 
     request_id = api.post("/api/v1/chat", json={"message": "where is my refund"}).json()["request_id"]
     ok = api.post("/api/v1/feedback", json={"request_id": request_id, "rating": -1, "comment": "too vague"})
     assert ok.status_code == 200 and ok.json() == {"ok": True, "request_id": request_id}
-    with session_scope() as session:
+    with open_database().session() as session:
         rows = session.exec(select(Feedback).where(Feedback.request_id == request_id)).all()
     assert [(r.rating, r.comment) for r in rows] == [(-1, "too vague")]
 

@@ -6,8 +6,9 @@ import pytest
 from chains.cache import ResponseCache
 from chains.features import message_features, negation_signature
 from chains.guard import check_input
-from chains.pii import find_pii, mask
 from chains.ratelimit import RateLimiter
+from chains.state import MemoryState
+from core.pii import find_pii, mask
 
 
 @pytest.mark.parametrize("text,reason", [("", "empty"), ("   \n\t ", "empty"), (None, "empty"),
@@ -45,7 +46,7 @@ def test_negation_signature():
 
 def test_rate_limit_per_user_and_session():
     now = [0.0]
-    limiter = RateLimiter(3, clock=lambda: now[0])
+    limiter = RateLimiter(MemoryState(clock=lambda: now[0]), 3)
     assert all(limiter.check("user:a", "session:1") == "" for _ in range(3))
     refusal = limiter.check("user:a", "session:2")
     assert "per minute" in refusal
@@ -55,24 +56,22 @@ def test_rate_limit_per_user_and_session():
 
 
 @pytest.mark.slow
-def test_cache_exact_semantic_ttl_and_rules():
-    from tandem.models import embedder
-
-    e = embedder()
-    cache = ResponseCache(ttl_s=3600)
-    v = e.encode_one("how do I reset my password")
+def test_cache_exact_semantic_ttl_and_rules(encoder):
+    e = encoder
+    cache = ResponseCache(MemoryState(), ttl_s=3600)
+    v = e.encode_query("how do I reset my password")
     assert cache.store("how do I reset my password", v, "kb1", {"answer": "Use the reset link."})
     assert cache.lookup("How do I reset my password?", v, "kb1", 0.95).kind == "exact"
-    para = e.encode_one("how can i reset my password")
+    para = e.encode_query("how can i reset my password")
     hit = cache.lookup("how can i reset my password", para, "kb1", 0.9)
     assert hit is not None and hit.kind == "semantic"
     assert cache.lookup("how do I reset my password", v, "kb2", 0.95) is None  # other KB version
     assert not cache.store("reset password for bob@example.com", v, "kb1", {"answer": "x"})
     assert not cache.store("my password", v, "kb1", {"answer": "sent to bob@example.com"})
-    neg = e.encode_one("I do not want to reset my password")
+    neg = e.encode_query("I do not want to reset my password")
     assert float(neg @ v) > 0.8  # close in embedding space, still never served
     assert cache.lookup("I do not want to reset my password", neg, "kb1", 0.8) is None
-    expiring = ResponseCache(ttl_s=0)
+    expiring = ResponseCache(MemoryState(), ttl_s=0)
     expiring.store("hello there", v, "kb1", {"answer": "hi"})
     assert expiring.lookup("hello there", v, "kb1", 0.9) is None
     assert np.isclose(np.linalg.norm(v), 1, atol=1e-4)

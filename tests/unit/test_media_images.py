@@ -13,36 +13,33 @@ from app.media import AttachmentError
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 
 
-@pytest.fixture()
-def small_upload_limit(monkeypatch):
-    from tandem.settings import reset_settings
+MAX_MB = 10.0
 
-    monkeypatch.setenv("TANDEM_MAX_UPLOAD_MB", "0.01")
-    reset_settings()
-    yield
-    monkeypatch.delenv("TANDEM_MAX_UPLOAD_MB")
-    reset_settings()
+
+@pytest.fixture(scope="module")
+def reader(settings):
+    return media.MediaReader(settings)
 
 
 @pytest.mark.slow
-def test_ocr_reads_the_order_screenshot():
-    assert media.read_image(ASSETS / "order_text.png") == "ORDER NW-104233 where is my parcel"
+def test_ocr_reads_the_order_screenshot(reader):
+    assert reader.read_image(ASSETS / "order_text.png") == "ORDER NW-104233 where is my parcel"
 
 
 @pytest.mark.slow
-def test_image_without_text_says_so():
+def test_image_without_text_says_so(reader):
     with pytest.raises(AttachmentError, match="could not find any text in no_text.png"):
-        media.read_image(ASSETS / "no_text.png")
+        reader.read_image(ASSETS / "no_text.png")
 
 
 def test_text_file_renamed_png_is_not_an_image():
     with pytest.raises(AttachmentError, match="not_an_image.png is not an image I can read"):
-        media.load_image(ASSETS / "not_an_image.png")
+        media.load_image(ASSETS / "not_an_image.png", MAX_MB)
 
 
 def test_truncated_png_is_reported_damaged():
     with pytest.raises(AttachmentError, match="corrupt.png looks damaged"):
-        media.load_image(ASSETS / "corrupt.png")
+        media.load_image(ASSETS / "corrupt.png", MAX_MB)
 
 
 def test_decompression_bomb_is_refused_before_decoding(tmp_path):
@@ -50,19 +47,19 @@ def test_decompression_bomb_is_refused_before_decoding(tmp_path):
     Image.new("1", (8000, 6000)).save(bomb)  # 48 MP of one colour compresses to a few kB
     assert bomb.stat().st_size < 100_000
     with pytest.raises(AttachmentError, match=r"8000x6000 pixels \(48 MP\); the limit is 40 MP"):
-        media.load_image(bomb)
+        media.load_image(bomb, MAX_MB)
 
 
-def test_upload_over_the_size_limit(small_upload_limit):
+def test_upload_over_the_size_limit():
     with pytest.raises(AttachmentError, match=r"order_text.png is \d+ kB; the limit is 0.01 MB"):
-        media.load_image(ASSETS / "order_text.png")
+        media.load_image(ASSETS / "order_text.png", 0.01)
 
 
 def test_zero_byte_image(tmp_path):
     empty = tmp_path / "empty.png"
     empty.write_bytes(b"")
     with pytest.raises(AttachmentError, match="empty.png is empty"):
-        media.load_image(empty)
+        media.load_image(empty, MAX_MB)
 
 
 @pytest.mark.parametrize("name", ["invoice.pdf", "notes.txt", "archive.zip", "no_extension"])

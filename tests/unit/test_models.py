@@ -1,23 +1,23 @@
 import numpy as np
 import pytest
 
-from tandem import models
-from tandem.models import ModelError
+from core import encoders, models
+from core.models import ModelError
 
 
 @pytest.mark.slow
-def test_minilm_embeddings_are_normalised_and_semantic():
-    embedder = models.embedder()
-    a, b, c = embedder.encode(["where is my parcel", "track my package", "reset my password"])
-    assert a.shape == (384,)
+def test_minilm_encoder_vectors_are_normalised_and_semantic(encoder):
+    a, b, c = encoder.encode_queries(["where is my parcel", "track my package", "reset my password"])
+    assert a.shape == (encoder.dim,) == (384,)
     assert np.isclose(np.linalg.norm(a), 1.0, atol=1e-4)
     assert float(a @ b) > float(a @ c) + 0.2
-    assert models.embedder() is embedder  # loaded once per process
+    assert encoders.load_encoder(encoder.name) is encoder  # weights load once per process
+    assert encoder.name == "minilm" and encoder.version
 
 
 @pytest.mark.slow
 def test_smollm2_generates_from_converted_folder():
-    model, tokenizer = models.generator()
+    model, tokenizer = models.load_generator()
     ids = tokenizer.apply_chat_template([{"role": "user", "content": "Say hello"}], add_generation_prompt=True,
                                         return_tensors="pt", return_dict=True)
     out = model.generate(**ids, max_new_tokens=5, do_sample=False)
@@ -32,27 +32,23 @@ def test_missing_wheel_names_package_and_fix():
     assert "\n" not in message
 
 
-def test_broken_converted_folder_is_one_line(monkeypatch, tmp_path):
+def test_broken_converted_folder_is_one_line(tmp_path):
     broken = tmp_path / "smollm2-135m-instruct"
     broken.mkdir()
     (broken / "config.json").write_text("{not json")
     (broken / "model.safetensors").write_bytes(b"garbage")
-    monkeypatch.setattr(models, "smollm2_folder", lambda: broken)
-    models.generator.cache_clear()
-    try:
-        with pytest.raises(ModelError) as info:
-            models.generator()
-    finally:
-        models.generator.cache_clear()
-    assert "tandem models prepare --force" in str(info.value)
+    with pytest.raises(ModelError) as info:
+        models.load_generator(broken)
+    assert "tandem models prepare --force" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_unconverted_folder_says_how_to_prepare(monkeypatch, tmp_path):
-    monkeypatch.setattr(models, "smollm2_folder", lambda: tmp_path / "absent")
+def test_unconverted_folder_says_how_to_prepare(tmp_path):
     with pytest.raises(ModelError, match="tandem models prepare"):
-        models.model_path("smollm2")
+        models.converted_folder(tmp_path / "absent")
 
 
-def test_unknown_model_name():
+def test_unknown_model_and_encoder_names():
     with pytest.raises(ModelError, match="unknown model"):
         models.model_path("gpt-17")
+    with pytest.raises(ModelError, match="unknown encoder 'gpt-17'.*TANDEM_ENCODER"):
+        encoders.load_encoder("gpt-17")

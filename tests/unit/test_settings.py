@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from tandem.settings import Settings
+from core.settings import Settings
 
 
 def test_env_overrides_and_derived_paths(monkeypatch, tmp_path):
@@ -19,3 +19,31 @@ def test_dotenv_file_is_read(monkeypatch, tmp_path):
     monkeypatch.delenv("TANDEM_APP_PORT", raising=False)
     Path(".env").write_text("TANDEM_APP_PORT=7999\n")
     assert Settings().app_port == 7999
+
+
+def test_overload_bounds_agree_with_the_live_policy(monkeypatch):
+    """TANDEM_OVERLOAD_EXIT >= ENTER used to pass here and then fail every message; now it is refused at start."""
+    import pytest
+
+    from core.errors import TandemError
+    from core.policy import Thresholds
+    from core.settings import get_settings, reset_settings
+
+    monkeypatch.setenv("TANDEM_OVERLOAD_ENTER", "0.5")
+    monkeypatch.setenv("TANDEM_OVERLOAD_EXIT", "0.6")
+    reset_settings()
+    try:
+        with pytest.raises(TandemError, match="OVERLOAD_EXIT.*must be below.*OVERLOAD_ENTER"):
+            get_settings()
+    finally:
+        monkeypatch.delenv("TANDEM_OVERLOAD_ENTER")
+        monkeypatch.delenv("TANDEM_OVERLOAD_EXIT")
+        reset_settings()
+    # every value the settings accept is a valid live policy
+    monkeypatch.setenv("TANDEM_OVERLOAD_ENTER", "0.05")
+    monkeypatch.setenv("TANDEM_OVERLOAD_EXIT", "0.0")
+    reset_settings()
+    try:
+        assert Thresholds.defaults(get_settings()).overload_enter == 0.05
+    finally:
+        reset_settings()

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import struct
-import subprocess
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,7 +146,7 @@ def bomb_png(path: Path, side: int = 30000) -> Path:
 
 
 def media_cases(folder: Path, upload_limit_mb: float) -> list[tuple[str, Path, str]]:
-    """(id, file, phrase the reply must contain). Needs Pillow; the audio cases need sox."""
+    """(id, file, phrase the reply must contain). Pillow draws the images, PyAV encodes the long audio."""
     from PIL import Image
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -171,17 +169,36 @@ def media_cases(folder: Path, upload_limit_mb: float) -> list[tuple[str, Path, s
     fake = folder / "voice_note.mp3"
     fake.write_bytes(b"ID3" + random.Random(SEED + 1).randbytes(4000))
     out.append(("audio-wrong-format", fake, "is not audio I can play"))
-    if shutil.which("sox"):
-        long_audio = folder / "ten_minutes.ogg"   # 10 minutes of a quiet tone: small on disk, long to decode
-        subprocess.run(["sox", "-n", "-r", "8000", "-c", "1", str(long_audio), "synth", "600", "sine", "440",
-                        "vol", "0.05"], check=True, capture_output=True)
-        out.append(("audio-10-minutes", long_audio, "voice messages can be at most"))
+    long_audio = folder / "ten_minutes.ogg"   # 10 minutes of a quiet tone: small on disk, long to decode
+    write_long_tone(long_audio, seconds=600)
+    out.append(("audio-10-minutes", long_audio, "voice messages can be at most"))
     for suffix, content in ((".exe", b"MZ\x90\x00" + b"\x00" * 200), (".pdf", b"%PDF-1.4\n%EOF\n"),
                             (".zip", b"PK\x05\x06" + b"\x00" * 18)):
         path = folder / f"attachment{suffix}"
         path.write_bytes(content)
         out.append((f"type{suffix}", path, f"files of type {suffix} are not supported"))
     return out
+
+
+def write_long_tone(path: Path, seconds: int, rate: int = 8000) -> None:  # Opus takes 8 kHz
+    """A quiet 440 Hz tone encoded as Ogg/Opus with PyAV (installed with faster-whisper; no sox needed)."""
+    import av
+    import numpy as np
+
+    with av.open(str(path), "w", format="ogg") as container:
+        stream = container.add_stream("libopus", rate=rate, layout="mono")
+        stream.bit_rate = 6000  # a tone needs little: 10 minutes stay far under the upload limit
+        chunk = rate // 50  # Opus encodes 20 ms frames
+        t = np.arange(chunk) / rate
+        tone = (0.05 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)[None, :]
+        for index in range(seconds * 50):
+            frame = av.AudioFrame.from_ndarray(tone, format="flt", layout="mono")
+            frame.sample_rate = rate
+            frame.pts = index * chunk
+            for packet in stream.encode(frame):
+                container.mux(packet)
+        for packet in stream.encode(None):
+            container.mux(packet)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from tandem.errors import TandemError
+from core.errors import TandemError
 
 kb_cli = typer.Typer(help="Knowledge base: ingest FAQ sources, inspect, evaluate retrieval.", no_args_is_help=True)
 
@@ -18,12 +18,14 @@ def register(cli: typer.Typer) -> None:
 
 
 def _kb():
-    from knowledge.retrieval import get_kb
-    from tandem.settings import ensure_home, get_settings
+    from chains.runtime import open_kb
+    from core.encoders import load_encoder
+    from core.settings import ensure_home, get_settings
 
-    if not get_settings().chroma_url:
-        ensure_home()
-    return get_kb()
+    settings = get_settings()
+    if not settings.chroma_url:
+        ensure_home(settings)
+    return open_kb(settings, load_encoder(settings.encoder))
 
 
 def _where(values: list[str] | None) -> dict[str, str] | None:
@@ -106,9 +108,10 @@ def evaluate(kb: Path = typer.Option(..., "--kb", exists=True, dir_okay=False,
              limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Evaluate a fixed-seed sample of N queries."),
              as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Top-1/top-3 accuracy and latency of a throwaway KB built from --kb (+ --questions)."""
-    from knowledge.evaluate import evaluate as run_eval
+    from core.encoders import load_encoder
+    from offline.kb_eval import evaluate as run_eval
 
-    result = run_eval(kb, queries, questions, id_column=id_column.lower(), query_column=query_column,
+    result = run_eval(load_encoder(), kb, queries, questions, id_column=id_column.lower(), query_column=query_column,
                       where=_where(where), limit=limit, progress=not as_json)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

@@ -1,4 +1,4 @@
-"""The knowledge base the router calls: hybrid (MiniLM + BM25) search over answers stored in Chroma.
+"""The knowledge base the router calls: hybrid (encoder + BM25) search over answers stored in Chroma.
 
 Chroma is the store of record. On open and after every change the whole collection is read back
 into a :class:`~knowledge.index.HybridIndex` (exact cosine over a float32 matrix + a BM25 index),
@@ -19,32 +19,21 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-from pydantic import BaseModel
 
+from core.encoders import Encoder
 from knowledge import store
+from knowledge.base import Hit, KnowledgeBase
 from knowledge.index import FusionParams, HybridIndex
-
-if TYPE_CHECKING:
-    from knowledge.ingest import AnswerRow, IngestReport, QuestionRow
+from knowledge.ingest import AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
 
 # How often a search checks whether another process changed the collection (a cheap metadata read).
 REFRESH_CHECK_S = 5.0
 MAX_QUERY_CHARS = 4000
-
-
-class Hit(BaseModel):
-    answer_id: str
-    answer: str
-    title: str
-    score: float  # in [0, 1]; see knowledge.index for the formula (dense cosine blended with BM25)
-    matched_text: str  # the paraphrase, title or answer text that matched best
-    source: str
-    category: str = ""
 
 
 def _record_id(kind: str, answer_id: str, text: str = "") -> str:
@@ -72,15 +61,16 @@ def _content_version(records: dict[str, tuple[str, dict]]) -> str:
     return digest.hexdigest()[:8]
 
 
-class KnowledgeBase:
-    """FAQ answers with example questions, searchable by meaning and by words."""
+class ChromaKnowledgeBase(KnowledgeBase):
+    """FAQ answers with example questions in a Chroma collection, searchable by meaning and by words."""
 
-    def __init__(self, path: Path | None = None, url: str = "", collection: str = "tandem_kb",
+    def __init__(self, encoder: Encoder, path: Path | None = None, url: str = "", collection: str = "tandem_kb",
                  params: FusionParams | None = None):
+        self.encoder = encoder
         self.path, self.url, self.collection_name = path, url, collection
         self.params = params or FusionParams()
         self._client = store.open_client(path, url)
-        self._collection = store.open_collection(self._client, collection)
+        self._collection = store.open_collection(self._client, collection, encoder)
         self._lock = threading.RLock()
         self._checked_at = 0.0
         self._reload()
@@ -104,8 +94,8 @@ class KnowledgeBase:
     def search(self, query: str, k: int = 3, vector: np.ndarray | None = None) -> list[Hit]:
         """Best ``k`` answers for ``query``, one Hit per answer, best first.
 
-        ``vector`` is the query's MiniLM embedding when the caller already has it (cache and router
-        share one embedding per message); the query is embedded only when it is None.
+        ``vector`` is the query's embedding by this KB's encoder when the caller already has it (cache and
+        router share one embedding per message); the query is embedded only when it is None.
         """
         if not isinstance(query, str) or not query.strip() or k <= 0:
             return []
@@ -115,25 +105,24 @@ class KnowledgeBase:
         if not len(snap.index):
             return []
         if vector is None:
-            from tandem.models import embedder
-
-            vector = embedder().encode_one(query)
+            vector = self.encoder.encode_query(query)
         elif np.shape(vector)[-1:] != (snap.index.embeddings.shape[1],):
-            raise ValueError(f"vector must be the query's {snap.index.embeddings.shape[1]}-d MiniLM embedding, "
-                             f"got shape {np.shape(vector)}")
+            raise ValueError(f"vector must be the query's {snap.index.embeddings.shape[1]}-d embedding by "
+                             f"{self.encoder.name}, got shape {np.shape(vector)}")
         hits = []
         for scored in snap.index.search(query, vector, k=k):
             meta = snap.answers[scored.answer_id]
             hits.append(Hit(answer_id=scored.answer_id, answer=meta["answer"], title=meta.get("title", ""),
                             score=round(scored.score, 6), matched_text=snap.index.texts[scored.record],
-                            source=meta.get("source", ""), category=meta.get("category", "")))
+                            source=meta.get("source", ""), category=meta.get("category", ""),
+                            lang=meta.get("lang", ""), dense=round(scored.dense, 6)))
         return hits
 
     def entries(self, search: str | None = None) -> list[dict]:
         """Answers with their paraphrase counts, optionally filtered by a case-insensitive substring."""
         snap = self._snap
         counts: dict[str, int] = {}
-        for doc, meta in snap.records.values():
+        for _doc, meta in snap.records.values():
             if meta.get("kind") == "question":
                 counts[meta["answer_id"]] = counts.get(meta["answer_id"], 0) + 1
         needle = (search or "").strip().lower()
@@ -163,16 +152,22 @@ class KnowledgeBase:
                 "store": self.url or str(self.path), "collection": self.collection_name}
 
     # ---- writing -------------------------------------------------------------------------
-    def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> "IngestReport":
-        from knowledge.ingest import ingest
+    def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> IngestReport:
+        """Parse every file, report bad rows, and upsert all good rows in one batch."""
+        files = [parse_file(p) for p in expand_paths(paths)]
+        # Answers first so a questions file may point at an answer from a file listed after it.
+        files.sort(key=lambda f: f.kind == "questions")
+        answers, questions, bad = validate(files, self.answer_texts())
+        owned_sources = {Path(f.path).name for f in files if f.kind in ("markdown", "text")}
+        changed = self._write(answers, questions, replace_sources=owned_sources, progress=progress)
+        return IngestReport(answers=len(answers), questions=len(questions), bad=bad, changed=changed,
+                            version=self.version)
 
-        return ingest(self, paths, progress=progress)
-
-    def upsert_answers(self, rows: Iterable["AnswerRow"], progress: bool = False) -> int:
+    def upsert_answers(self, rows: Iterable[AnswerRow], progress: bool = False) -> int:
         """Insert or replace answers by answer_id; returns the number of records changed."""
         return self._write(list(rows), [], progress=progress)
 
-    def upsert_questions(self, rows: Iterable["QuestionRow"], progress: bool = False) -> int:
+    def upsert_questions(self, rows: Iterable[QuestionRow], progress: bool = False) -> int:
         """Add example questions; each must point at an existing answer (else ValueError)."""
         rows = list(rows)
         unknown = sorted({r.answer_id for r in rows} - set(self._snap.answers))
@@ -190,8 +185,8 @@ class KnowledgeBase:
             self._reload()
             return True
 
-    def _write(self, answers: list["AnswerRow"], questions: list["QuestionRow"],
-               replace_sources: set[str] = frozenset(), progress: bool = False) -> int:
+    def _write(self, answers: list[AnswerRow], questions: list[QuestionRow],
+               replace_sources: frozenset[str] | set[str] = frozenset(), progress: bool = False) -> int:
         """Upsert records whose text or metadata changed and drop records they supersede."""
         with self._lock:
             current = self._snap.records
@@ -199,7 +194,8 @@ class KnowledgeBase:
             for a in answers:
                 base = {"answer_id": a.answer_id, "source": a.source}
                 meta = {**base, "kind": "answer", "title": a.title, "category": a.category, "tags": a.tags,
-                        "origin": a.origin, "searchable": a.searchable}
+                        "origin": a.origin, "searchable": a.searchable, "lang": a.lang,
+                        "translation_of": a.translation_of}
                 wanted[_record_id("answer", a.answer_id)] = (a.answer, meta)
                 if a.title and a.searchable:
                     wanted[_record_id("title", a.answer_id)] = (a.title, {**base, "kind": "title"})
@@ -228,8 +224,6 @@ class KnowledgeBase:
     def _upsert(self, records: dict[str, tuple[str, dict]], progress: bool) -> None:
         from tqdm import tqdm
 
-        from tandem.models import embedder
-
         ids = list(records)
         step = min(256, store.batch_size(self._client))
         bar = tqdm(total=len(ids), desc="Embedding", unit="rec", disable=not progress or len(ids) < 200,
@@ -238,7 +232,7 @@ class KnowledgeBase:
             for start in range(0, len(ids), step):
                 chunk = ids[start:start + step]
                 docs = [records[i][0] for i in chunk]
-                vectors = embedder().encode(docs)
+                vectors = self.encoder.encode_passages(docs)
                 self._collection.upsert(ids=chunk, documents=docs, metadatas=[records[i][1] for i in chunk],
                                         embeddings=vectors)
                 bar.update(len(chunk))
@@ -256,7 +250,7 @@ class KnowledgeBase:
             keep = [i for i, (rid, meta) in enumerate(zip(got["ids"], got["metadatas"]))
                     if (meta or {}).get("answer_id") in answers and (meta or {}).get("searchable", True) is not False]
             vectors = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
-                       else np.zeros((0, 384), dtype=np.float32))
+                       else np.zeros((0, self.encoder.dim), dtype=np.float32))
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
@@ -284,37 +278,9 @@ class KnowledgeBase:
             self._reload()
 
 
-# ---- process-wide instance ------------------------------------------------------------------
-_KB: KnowledgeBase | None = None
-_KB_KEY: tuple | None = None
-_KB_LOCK = threading.Lock()
-
-
-def get_kb() -> KnowledgeBase:
-    """The knowledge base of the configured store (settings.chroma_url or settings.chroma_path), opened once."""
-    global _KB, _KB_KEY
-    from tandem.settings import get_settings
-
-    s = get_settings()
-    key = (s.chroma_url, str(s.chroma_path), s.kb_collection)
-    with _KB_LOCK:
-        if _KB is None or _KB_KEY != key:
-            _KB = KnowledgeBase(path=None if s.chroma_url else s.chroma_path, url=s.chroma_url,
-                                collection=s.kb_collection)
-            _KB_KEY = key
-        return _KB
-
-
-def reset_kb() -> None:
-    """Forget the process-wide instance (tests switch TANDEM_HOME)."""
-    global _KB, _KB_KEY
-    with _KB_LOCK:
-        _KB, _KB_KEY = None, None
-
-
-def throwaway_kb(answers_csv: Path, questions_csv: Path | None = None, *, id_column: str = "answer_id",
-                 where: dict[str, str] | None = None, progress: bool = False,
-                 params: FusionParams | None = None) -> KnowledgeBase:
+def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None = None, *,
+                 id_column: str = "answer_id", where: dict[str, str] | None = None, progress: bool = False,
+                 params: FusionParams | None = None) -> ChromaKnowledgeBase:
     """A KB in a temporary folder (deleted at exit) for evaluation and routing experiments.
 
     ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
@@ -323,11 +289,9 @@ def throwaway_kb(answers_csv: Path, questions_csv: Path | None = None, *, id_col
     ``where`` keeps only rows whose columns equal the given values (e.g. ``{"in_scope": "True"}``).
     Bad rows are skipped.
     """
-    from knowledge.ingest import AnswerRow, parse_file, validate
-
     folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    kb = KnowledgeBase(path=folder, collection="throwaway_kb", params=params)
+    kb = ChromaKnowledgeBase(encoder, path=folder, collection="throwaway_kb", params=params)
     files = [parse_file(Path(answers_csv), id_column=id_column, where=where)]
     if questions_csv is not None:
         files.append(parse_file(Path(questions_csv), id_column=id_column, where=where))

@@ -1,15 +1,15 @@
-"""`tandem console`: start the Streamlit operator console."""
+"""`tandem console`: the Streamlit operator console, as a child that stops when this command stops."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import typer
 
-APP = Path(__file__).resolve().parent / "app.py"
+import console as console_package
+
+APP = Path(console_package.__file__).resolve().parent / "app.py"
 
 
 def streamlit_command(port: int, host: str) -> list[str]:
@@ -17,7 +17,8 @@ def streamlit_command(port: int, host: str) -> list[str]:
     executable = Path(sys.executable).parent / "streamlit"
     launcher = [str(executable)] if executable.exists() else [sys.executable, "-m", "streamlit"]
     return [*launcher, "run", str(APP), "--server.port", str(port), "--server.address", host,
-            "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+            "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "viewer"]  # no "Deploy" button or developer menu for operators
 
 
 def register(cli: typer.Typer) -> None:
@@ -25,17 +26,24 @@ def register(cli: typer.Typer) -> None:
     def console(port: int = typer.Option(None, help="Port (default TANDEM_CONSOLE_PORT, 8501)."),
                 host: str = typer.Option(None, help="Bind address (default TANDEM_HOST).")) -> None:
         """Start the operator console (Streamlit): stats, request log, tuning, what-if replay."""
-        from tandem.bootstrap import bootstrap
-        from tandem.settings import get_settings
+        from chains.bootstrap import prepare_storage
+        from core.settings import get_settings
+        from tandem.processes import Child, exit_on_signals, stop_all
 
         settings = get_settings()
-        for line in bootstrap(seed=False):
-            typer.echo(line)
+        prepare_storage(settings)
         port = port or settings.console_port
         host = host or settings.host
         typer.echo(f"console: http://{host}:{port}  (password: TANDEM_CONSOLE_PASSWORD)")
+        exit_on_signals()
+        child = Child("streamlit", streamlit_command(port, host), settings.home / "logs" / f"console-{port}.log")
         try:
-            code = subprocess.call(streamlit_command(port, host), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            child.start()
+            typer.echo(f"log: {child.log}")
+            assert child.process is not None
+            code = child.process.wait()
         except KeyboardInterrupt:
             code = 0
+        finally:
+            stop_all([child])
         raise typer.Exit(code)

@@ -1,4 +1,4 @@
-"""`tandem serve`: the customer chat UI and the HTTP API on one port."""
+"""`tandem serve`: the customer chat UI and the HTTP APIs on one port."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ def register(cli: typer.Typer) -> None:
               port: int = typer.Option(None, help="Port (default TANDEM_APP_PORT, 7860)."),
               seed: bool = typer.Option(True, help="Seed demo orders and the demo knowledge base when empty.")
               ) -> None:
-        """Start the chat UI at / and the HTTP API at /api/v1 (models load before the port opens)."""
+        """Start the chat UI at /, Tandem's API at /api/v1 and the OpenAI-compatible API at /v1."""
         from app.server import serve as run
-        from tandem.bootstrap import bootstrap
-        from tandem.settings import get_settings
+        from chains.bootstrap import bootstrap
+        from chains.runtime import open_kb
+        from core.encoders import load_encoder
+        from core.settings import get_settings
 
-        for line in bootstrap(seed=seed):
-            typer.echo(line)
         settings = get_settings()
+        kb = open_kb(settings, load_encoder(settings.encoder)) if seed else None
+        for line in bootstrap(settings, kb, seed=seed):
+            typer.echo(line)
         typer.echo(f"Northwind Goods support: http://{host or settings.host}:{port or settings.app_port}/ "
                    "(loading models first)")
-        run(host=host, port=port)
+        run(settings, host=host, port=port)

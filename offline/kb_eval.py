@@ -17,8 +17,10 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel
 
+from core.encoders import Encoder
+from core.errors import TandemError
+from knowledge.chroma_kb import throwaway_kb
 from knowledge.index import FusionParams
-from tandem.errors import TandemError
 
 LATENCY_SAMPLE = 200
 
@@ -66,20 +68,18 @@ def read_queries(path: Path, id_column: str = "answer_id", query_column: str = "
     return rows
 
 
-def evaluate(kb_csv: Path, queries_csv: Path, questions_csv: Path | None = None, *, id_column: str = "answer_id",
+def evaluate(encoder: Encoder, kb_csv: Path, queries_csv: Path, questions_csv: Path | None = None, *,
+             id_column: str = "answer_id",
              query_column: str = "query", where: dict[str, str] | None = None, limit: int | None = None,
              params: FusionParams | None = None, progress: bool = True) -> EvalResult:
-    from knowledge.retrieval import throwaway_kb
-    from tandem.models import embedder
-
     queries = read_queries(queries_csv, id_column, query_column, where, limit)
     if not queries:
         raise TandemError(f"{Path(queries_csv).name}: no queries to evaluate")
     started = time.perf_counter()
-    kb = throwaway_kb(Path(kb_csv), questions_csv and Path(questions_csv), id_column=id_column, where=where,
+    kb = throwaway_kb(encoder, Path(kb_csv), questions_csv and Path(questions_csv), id_column=id_column, where=where,
                       progress=progress, params=params)
     build_s = time.perf_counter() - started
-    vectors = embedder().encode([q for q, _ in queries])
+    vectors = encoder.encode_queries([q for q, _ in queries])
     known = set(kb.answer_texts())
     top1 = top3 = unknown = 0
     search_ms = []
@@ -94,7 +94,7 @@ def evaluate(kb_csv: Path, queries_csv: Path, questions_csv: Path | None = None,
     e2e_ms = []
     for query, _ in queries[:LATENCY_SAMPLE]:
         t0 = time.perf_counter()
-        kb.search(query, k=3, vector=embedder().encode(query))  # not encode_one: its memo would hide the cost
+        kb.search(query, k=3, vector=encoder.encode_queries([query])[0])  # not encode_query: its memo hides the cost
         e2e_ms.append((time.perf_counter() - t0) * 1000)
     n = len(queries)
     return EvalResult(queries=n, top1=top1 / n, top3=top3 / n,

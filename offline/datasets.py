@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem.errors import TandemError
-from tandem.settings import get_settings
+from core.errors import TandemError
+from core.settings import get_settings
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,20 @@ from __future__ import annotations
 import json
 import random
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
-from chains import datasets as ds
-from chains.datasets import Query
-from chains.routers.base import SHIPPED_ARTIFACT, RouteContext
+from chains.routers.artifacts import SHIPPED_ARTIFACT
+from chains.routers.base import RouteContext
 from chains.routers.combined import LEARNED_LOGIT_CLIP
 from chains.routers.learned import learned_inputs
+from core.encoders import Encoder, load_encoder
+from offline import datasets as ds
+from offline.datasets import Query
 
 
 @dataclass
@@ -37,10 +39,9 @@ class ScoredSet:
     top_answer: list[str]
 
 
-def embed_all(texts: Sequence[str]) -> np.ndarray:
-    from tandem.models import embedder
-
-    return embedder().encode(list(texts), batch_size=64) if texts else np.zeros((0, 384), np.float32)
+def embed_all(texts: Sequence[str], encoder: Encoder | None = None) -> np.ndarray:
+    encoder = encoder or load_encoder()
+    return encoder.encode_queries(list(texts), batch_size=64) if texts else np.zeros((0, encoder.dim), np.float32)
 
 
 def score_against_kb(kb, queries: list[Query], vectors: np.ndarray | None = None, k: int = 3) -> ScoredSet:
@@ -56,8 +57,9 @@ def score_against_kb(kb, queries: list[Query], vectors: np.ndarray | None = None
 
 def build_validation_sets(workdir: Path, log: Callable[[str], None]) -> tuple[list[Query], list[ScoredSet]]:
     """Returns the learned model's training queries and the scored validation sets (one per dataset)."""
-    from knowledge.retrieval import throwaway_kb
+    from knowledge.chroma_kb import throwaway_kb
 
+    encoder = load_encoder()
     rng = random.Random(13)
     learn: list[Query] = []
     scored: list[ScoredSet] = []
@@ -69,7 +71,7 @@ def build_validation_sets(workdir: Path, log: Callable[[str], None]) -> tuple[li
     clinc_train = ds.clinc("train")
     learn += sample([q for q in clinc_train if not q.needs_llm], 3000) + [q for q in clinc_train if q.needs_llm]
     log("CLINC150: building KB from 15,000 in-scope train questions")
-    kb = throwaway_kb(ds.intent_kb(workdir / "clinc", clinc_train))
+    kb = throwaway_kb(encoder, ds.intent_kb(workdir / "clinc", clinc_train))
     scored.append(score_against_kb(kb, ds.clinc("valid")))
 
     # Banking77-OOS: KB of the 50 in-scope intents (train part A); validation = train part B.
@@ -78,7 +80,7 @@ def build_validation_sets(workdir: Path, log: Callable[[str], None]) -> tuple[li
     bank_b = [q for q in bank if not ds.in_split_a(q.text)]
     learn += sample([q for q in bank_a if not q.needs_llm], 2500) + [q for q in bank_a if q.needs_llm]
     log("Banking77: building KB from the in-scope intents of train part A")
-    kb = throwaway_kb(ds.intent_kb(workdir / "banking", bank_a))
+    kb = throwaway_kb(encoder, ds.intent_kb(workdir / "banking", bank_a))
     scored.append(score_against_kb(kb, bank_b))
 
     # Bitext: KB = the 27 answers + train part A questions; validation = part B (all in scope).
@@ -87,7 +89,7 @@ def build_validation_sets(workdir: Path, log: Callable[[str], None]) -> tuple[li
     learn += sample(bit_a, 1500)
     answers = {r["answer_id"]: r["answer"] for r in ds.read_csv(ds.data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
     log("Bitext: building KB from kb_answers + train part A")
-    kb = throwaway_kb(*ds.write_kb_csvs(workdir / "bitext", answers, [(q.text, q.answer_id) for q in bit_a]))
+    kb = throwaway_kb(encoder, *ds.write_kb_csvs(workdir / "bitext", answers, [(q.text, q.answer_id) for q in bit_a]))
     scored.append(score_against_kb(kb, sample([q for q in bit if not ds.in_split_a(q.text)], 600)))
 
     # HINT3: real traffic; train has in-scope only. KB = part A, validation = part B.
@@ -95,18 +97,18 @@ def build_validation_sets(workdir: Path, log: Callable[[str], None]) -> tuple[li
     hint_a = [q for q in hint if ds.in_split_a(q.text)]
     learn += hint_a
     log("HINT3: building KB from train part A")
-    kb = throwaway_kb(ds.intent_kb(workdir / "hint3", hint_a))
+    kb = throwaway_kb(encoder, ds.intent_kb(workdir / "hint3", hint_a))
     scored.append(score_against_kb(kb, [q for q in hint if not ds.in_split_a(q.text)]))
 
     # tau-bench: hard multi-step requests, all LLM. Learn on train part A; validate dev + train part B
     # against the demo shop KB (the KB they would meet in this product).
     tau_train = ds.tau_bench(("train",))
     learn += [q for q in tau_train if ds.in_split_a(q.text)]
-    demo = Path(__file__).resolve().parent.parent.parent / "knowledge" / "demo"
+    demo = Path(__file__).resolve().parent.parent / "knowledge" / "demo"
     demo_questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(demo / "questions.csv")]
     learn += [q for q in demo_questions if ds.in_split_a(q.text)]
     log("demo shop KB: validating tau-bench dev/held-out and demo questions")
-    kb = throwaway_kb(demo / "answers.csv", demo / "questions.csv")
+    kb = throwaway_kb(encoder, demo / "answers.csv", demo / "questions.csv")
     held_out = ds.tau_bench(("dev",)) + [q for q in tau_train if not ds.in_split_a(q.text)]
     scored.append(score_against_kb(kb, held_out))
     return learn, scored
@@ -179,36 +181,23 @@ def train(out: Path = SHIPPED_ARTIFACT, log: Callable[[str], None] = print,
     return metrics
 
 
-def feedback_queries() -> list[Query]:
+def feedback_queries(db) -> list[Query]:
     """Requests operators or customers labelled: thumbs-down on a small answer means the LLM was needed."""
-    from sqlmodel import select
+    from sqlmodel import col, select
 
-    from storage.db import session_scope
     from storage.tables import Feedback, RequestLog
 
-    with session_scope() as session:
+    with db.session() as session:
         rows = session.exec(select(RequestLog.text, RequestLog.route, Feedback.rating)
-                            .join(Feedback, Feedback.request_id == RequestLog.id)).all()
+                            .join(Feedback, col(Feedback.request_id) == col(RequestLog.id))).all()
     return [Query(text, int(rating < 0), "", "feedback") for text, route, rating in rows
             if route in ("small", "cache") and text]
 
 
-def retrain_from_feedback(log: Callable[[str], None] = print) -> tuple[Path, dict]:
+def retrain_from_feedback(db, home: Path, log: Callable[[str], None] = print) -> tuple[Path, dict]:
     """Train a candidate router (shipped data + feedback) under TANDEM_HOME; `promote` makes it live."""
-    from tandem.settings import get_settings
+    from chains.routers.artifacts import router_dir
 
-    candidate = get_settings().home / "router" / "candidate.json"
-    metrics = train(candidate, log, extra=feedback_queries())
+    candidate = router_dir(home) / "candidate.json"
+    metrics = train(candidate, log, extra=feedback_queries(db))
     return candidate, metrics
-
-
-def promote(candidate: Path | None = None) -> Path:
-    from chains.routers.base import reload_routers
-    from tandem.settings import get_settings
-
-    home = get_settings().home / "router"
-    candidate = candidate or home / "candidate.json"
-    live = home / "router.json"
-    live.write_text(candidate.read_text())
-    reload_routers()
-    return live

@@ -1,4 +1,4 @@
-"""CLI of the router chain: `tandem ask`, `tandem route-batch`, `tandem router train`, `tandem eval`."""
+"""`tandem ask`, `tandem route-batch`, `tandem eval` and `tandem router ...` (train, info, promote, rollback)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-router_cli = typer.Typer(help="The learned router: train and inspect.", no_args_is_help=True)
+router_cli = typer.Typer(help="The learned router: train, inspect, promote, roll back.", no_args_is_help=True)
 
 
 def register(cli: typer.Typer) -> None:
@@ -26,22 +26,26 @@ def ask(text: str = typer.Argument(None, help="The customer's message."),
                                   help="Answer every line of this file, one message each (one JSON line each).")
         ) -> None:
     """Answer one message through the full chain (logged like any other request)."""
+    from chains.bootstrap import bootstrap
+    from chains.runtime import build_runtime
     from chains.schema import ChatRequest
-    from chains.service import get_service
-    from tandem.bootstrap import bootstrap
 
     if (text is None) == (file is None):
         raise typer.BadParameter("give either TEXT or --file")
-    for _ in bootstrap(seed=True):
+    runtime = build_runtime()
+    for _ in bootstrap(runtime.settings, runtime.kb, db=runtime.db):
         pass
-    service = get_service()
-    if file is not None:
-        for line in file.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                response = service.answer(ChatRequest(message=line, user_id=user, session_id=session, channel="cli"))
-                typer.echo(json.dumps(response.public(), ensure_ascii=False))
-        return
-    response = service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
+    try:
+        if file is not None:
+            for line in file.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    response = runtime.service.answer(ChatRequest(message=line, user_id=user, session_id=session,
+                                                                  channel="cli"))
+                    typer.echo(json.dumps(response.public(), ensure_ascii=False))
+            return
+        response = runtime.service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
+    finally:
+        runtime.close()
     if as_json:
         typer.echo(json.dumps(response.public(), ensure_ascii=False))
         return
@@ -57,9 +61,9 @@ def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers 
                 router: str = typer.Option(None, "--router", help="Router name (default: settings)."),
                 tau: float = typer.Option(None, "--tau", help="Threshold (default: the live settings value).")) -> None:
     """Route every query of a CSV against a throwaway KB, without calling any LLM."""
-    from chains.batch import route_rows
+    from offline.route_batch import read_queries, route_rows
 
-    rows = _read_queries(queries)
+    rows = read_queries(queries)
     start = time.perf_counter()
     count = 0
     with out.open("w", encoding="utf-8") as handle:
@@ -71,21 +75,11 @@ def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers 
                f"-> {out}", err=True)
 
 
-def _read_queries(path: Path) -> list[dict[str, str]]:
-    import csv
-
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    if rows and ("query" not in rows[0]):
-        raise typer.BadParameter(f"{path} needs a 'query' column (and optionally 'query_id')")
-    return rows
-
-
 @router_cli.command("train")
-def router_train(out: Path = typer.Option(None, help="Artifact path (default: the shipped chains/artifacts/router.json)")) -> None:
+def router_train(out: Path = typer.Option(None, help="Artifact path (default: chains/artifacts/router.json)")) -> None:
     """Fit the learned router and the combined stacker on train/valid data; calibrate on validation."""
-    from chains.routers.base import SHIPPED_ARTIFACT
-    from chains.routers.training import train
+    from chains.routers.artifacts import SHIPPED_ARTIFACT
+    from offline.router_training import train
 
     metrics = train(out or SHIPPED_ARTIFACT, log=lambda line: typer.echo(line, err=True))
     typer.echo(json.dumps(metrics, indent=1))
@@ -94,21 +88,42 @@ def router_train(out: Path = typer.Option(None, help="Artifact path (default: th
 @router_cli.command("info")
 def router_info() -> None:
     """Which artifact is live, when it was trained, on what, and its validation metrics."""
-    from chains.routers.base import active_artifact_path, load_artifact
+    from chains.routers.artifacts import active_path, read_artifact
+    from core.settings import get_settings
 
-    path = active_artifact_path()
-    artifact = load_artifact(str(path))
+    path = active_path(get_settings().home)
+    artifact = read_artifact(path)
     typer.echo(json.dumps({"path": str(path), "trained": artifact.get("trained"),
                            "training_data": artifact.get("training_data"), "metrics": artifact.get("metrics")},
                           indent=1))
+
+
+@router_cli.command("promote")
+def router_promote(candidate: Path = typer.Argument(None, help="Artifact to make live (default: the last candidate "
+                                                               "from feedback retraining).")) -> None:
+    """Make a trained router live for every app on this TANDEM_HOME (within seconds, no restart)."""
+    from chains.routers.artifacts import promote, router_dir
+    from core.settings import get_settings
+
+    home = get_settings().home
+    typer.echo(f"live: {promote(home, candidate or router_dir(home) / 'candidate.json')}")
+
+
+@router_cli.command("rollback")
+def router_rollback() -> None:
+    """Put the previously live router back."""
+    from chains.routers.artifacts import rollback
+    from core.settings import get_settings
+
+    typer.echo(f"live: {rollback(get_settings().home)}")
 
 
 def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to write the figures."),
              limit: int = typer.Option(0, help="Use at most N test queries per set (quick look)."),
              readme: bool = typer.Option(True, help="Write the table into README.md (full runs only).")) -> None:
     """Routing quality on the test files, thresholds chosen on train/valid (`make eval`)."""
-    from chains.evaluate import markdown, run_eval
-    from tandem.readme import update_readme_section
+    from offline.evaluate import markdown, run_eval
+    from offline.readme import update_readme_section
 
     report = run_eval(limit=limit or None, log=lambda line: typer.echo(line, err=True))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,4 +132,3 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
         update_readme_section("eval", markdown(report))
     typer.echo(json.dumps(report["summary"], indent=1))
     typer.echo(f"wrote {out}", err=True)
-

@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from chains import datasets as ds
-from chains.batch import batch_chain, route_record
-from chains.datasets import Query
-from storage.settings_store import Thresholds
+from core.policy import Thresholds
+from offline import datasets as ds
+from offline.datasets import Query
+from offline.route_batch import batch_chain, route_record
 
 MAX_IN_SCOPE_ESCALATION = 0.05
 DEMO = Path(__file__).resolve().parent.parent / "knowledge" / "demo"
@@ -50,8 +50,10 @@ def _oos_report(records: list[dict], queries: list[Query], tau: float) -> dict:
 
 
 def run_eval(limit: int | None = None, log: Callable[[str], None] = print) -> dict:
-    from knowledge.retrieval import throwaway_kb
+    from core.encoders import load_encoder
+    from knowledge.chroma_kb import throwaway_kb
 
+    encoder = load_encoder()
     default = Thresholds.defaults()
     cut = (lambda rows: rows[:limit]) if limit else (lambda rows: rows)
     report: dict = {"date": date.today().isoformat(), "default_tau": default.route_threshold}
@@ -60,7 +62,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print) -> di
 
         log("CLINC150: KB = in-scope train questions; tau chosen on valid")
         train = ds.clinc("train")
-        kb = throwaway_kb(ds.intent_kb(work / "clinc", train))
+        kb = throwaway_kb(encoder, ds.intent_kb(work / "clinc", train))
         valid = ds.clinc("valid")
         tau = tau_for_escalation(_p(_route(kb, [q for q in valid if not q.needs_llm], default)))
         test = _stratified(ds.clinc("test"), limit)
@@ -69,17 +71,17 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print) -> di
         log("Banking77-OOS: KB = 50 in-scope intents; tau chosen on train part B vs KB of part A")
         bank = ds.banking("train")
         bank_a = [q for q in bank if ds.in_split_a(q.text)]
-        kb_a = throwaway_kb(ds.intent_kb(work / "bank_a", bank_a))
+        kb_a = throwaway_kb(encoder, ds.intent_kb(work / "bank_a", bank_a))
         b_in = [q for q in bank if not ds.in_split_a(q.text) and not q.needs_llm]
         tau = tau_for_escalation(_p(_route(kb_a, b_in, default)))
-        kb = throwaway_kb(ds.intent_kb(work / "bank", bank))
+        kb = throwaway_kb(encoder, ds.intent_kb(work / "bank", bank))
         test = _stratified(ds.banking("test"), limit)
         report["banking77_oos"] = _oos_report(_route(kb, test, default), test, tau)
 
         log("HINT3: per bot, KB = that bot's train questions; product tau")
         report["hint3"] = {}
         for bot in ("sofmattress", "curekart", "powerplay11"):
-            kb = throwaway_kb(ds.intent_kb(work / bot, [q for q in ds.hint3("train") if q.group.endswith(bot)]))
+            kb = throwaway_kb(encoder, ds.intent_kb(work / bot, [q for q in ds.hint3("train") if q.group.endswith(bot)]))
             test = cut([q for q in ds.hint3("test") if q.group.endswith(bot)])
             records = _route(kb, test, default)
             small = np.array([r["route"] == "small" for r in records])
@@ -92,7 +94,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print) -> di
                 "real_in_scope_share": round(float((y == 0).mean()), 4), "n_test": len(test)}
 
         log("tau-bench hard requests (test) vs the demo shop KB; product tau")
-        kb = throwaway_kb(DEMO / "answers.csv", DEMO / "questions.csv")
+        kb = throwaway_kb(encoder, DEMO / "answers.csv", DEMO / "questions.csv")
         test = cut(ds.tau_bench(("test",)))
         records = _route(kb, test, default)
         report["tau_bench"] = {"llm_share": round(float(np.mean([r["route"] == "llm" for r in records])), 4),
@@ -100,7 +102,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print) -> di
 
         log("Bitext: KB = kb_answers + train questions; product tau")
         answers = {r["answer_id"]: r["answer"] for r in ds.read_csv(ds.data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
-        kb = throwaway_kb(*ds.write_kb_csvs(work / "bitext", answers,
+        kb = throwaway_kb(encoder, *ds.write_kb_csvs(work / "bitext", answers,
                                             [(q.text, q.answer_id) for q in ds.bitext("train")]))
         test = cut(ds.bitext("test"))
         records = _route(kb, test, default)

@@ -13,6 +13,8 @@ PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{7,}\d(?![\w-])")
 LONG_NUMBER = re.compile(r"\b\d{8,}\b")
 
 _PATTERNS = (("email", EMAIL), ("order", ORDER_ID), ("phone", PHONE), ("number", LONG_NUMBER))
+# What :func:`mask` leaves in place of personal data.
+MASKED = re.compile(r"\[(?:email|order|phone|number)\]")
 
 
 def find_pii(text: str) -> list[str]:

@@ -1,0 +1,263 @@
+"""Serving OpenAI Chat Completions over Tandem's service: request to ChatRequest, answer to completion or chunks.
+
+The last user message is the message; earlier user and assistant turns are the conversation history the
+follow-up logic uses; ``user`` is the customer. Image parts (``image_url`` with a data URL) and audio parts
+(``input_audio``) go through the same OCR and speech path as the chat UI. Every call, refused or answered,
+is one request row with channel ``openai``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.media import AttachmentError, MediaReader
+from app.openai_protocol import (
+    MODES,
+    AssistantMessage,
+    ChatCompletion,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    ChatMessageIn,
+    Choice,
+    ChunkChoice,
+    Delta,
+    TandemInfo,
+    Usage,
+    openai_error,
+)
+from app.serving import stream_async
+from chains.runtime import Runtime
+from chains.schema import ChatRequest, ChatResponse, Decided
+
+CHANNEL = "openai"
+# Guard outcomes that are the client's fault: OpenAI clients expect an HTTP error, not a chat answer.
+GUARD_STATUS = {"guard: too long": 400, "guard: empty": 400, "guard: only control characters": 400,
+                "guard: attachment unreadable": 400, "guard: rate limited": 429}
+IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg", "image/webp": ".webp",
+                "image/gif": ".gif", "image/bmp": ".bmp"}
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.message, self.param, self.headers = status, message, param, headers
+
+    def response(self) -> JSONResponse:
+        return openai_error(self.status, self.message, param=self.param, headers=self.headers)
+
+
+class OpenAIServing:
+    def __init__(self, runtime: Runtime, media: MediaReader):
+        self.runtime = runtime
+        self.media = media
+
+    # --- request -----------------------------------------------------------------------------------
+    def check(self, body: ChatCompletionRequest) -> None:
+        if body.model not in MODES:
+            raise Refusal(404, f"The model '{body.model}' does not exist. Use one of: {', '.join(MODES)} "
+                               "(GET /v1/models).", param="model")
+        if (name := body.unsupported()) is not None:
+            raise Refusal(400, f"'{name}' is not supported by Tandem (a customer-service model answers in text, "
+                               "one choice per request).", param=name)
+        if body.messages[-1].role != "user":
+            raise Refusal(400, "the last message must come from the user (role 'user')", param="messages")
+
+    def to_request(self, body: ChatCompletionRequest) -> ChatRequest:
+        """The ChatRequest for a checked body (reads attachments: call it off the event loop)."""
+        last = body.messages[-1]
+        text, files, errors = self._parts(last)
+        extracted: list[str] = []
+        for path in files:
+            try:
+                extracted.append(self.media.read_attachment(path)[1])
+            except AttachmentError as exc:
+                errors.append(str(exc))
+            finally:
+                Path(path).unlink(missing_ok=True)
+        history = [{"role": m.role, "content": _text_of(m)} for m in body.messages[:-1]
+                   if m.role in ("user", "assistant") and _text_of(m)]
+        kinds = (["text"] if text.strip() else []) + (["attachment"] if files else [])
+        return ChatRequest(message=text, session_id=_conversation_id(body), user_id=body.user or "",
+                           channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,
+                           attachment_errors=errors, mode=MODES[body.model], history=history,
+                           max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature)
+
+    def _parts(self, message: ChatMessageIn) -> tuple[str, list[str], list[str]]:
+        if isinstance(message.content, str) or message.content is None:
+            return message.content or "", [], []
+        texts, files, errors = [], [], []
+        for part in message.content:
+            if part.type == "text" and part.text:
+                texts.append(part.text)
+            elif part.type == "image_url" and part.image_url is not None:
+                try:
+                    files.append(_data_url_file(part.image_url.url))
+                except AttachmentError as exc:
+                    errors.append(str(exc))
+            elif part.type == "input_audio" and part.input_audio is not None:
+                try:
+                    files.append(_bytes_file(base64.b64decode(part.input_audio.data, validate=True),
+                                             "." + part.input_audio.format.strip(".").lower()))
+                except (binascii.Error, ValueError):
+                    errors.append("The audio part is not valid base64; please send the recording again.")
+        return "\n".join(texts), files, errors
+
+    def log_refusal(self, request: ChatRequest, refusal: Refusal) -> None:
+        self.runtime.service.log_refusal(request, f"refused: {refusal.status} {refusal.message}")
+
+    # --- response ----------------------------------------------------------------------------------
+    async def complete(self, body: ChatCompletionRequest) -> JSONResponse:
+        request = await run_in_threadpool(self.to_request, body)
+        response: ChatResponse = await run_in_threadpool(self.runtime.service.answer, request)
+        if (refusal := self._refusal_for(response)) is not None:
+            return refusal.response()
+        completion = ChatCompletion(
+            id=f"chatcmpl-{response.request_id}", model=body.model,
+            choices=[Choice(message=AssistantMessage(content=response.answer),
+                            finish_reason="length" if response.finish_reason == "length" else "stop")],
+            usage=_usage(response), tandem=_info(response))
+        return JSONResponse(completion.model_dump(), headers=_headers(response.route, response.request_id,
+                                                                      response.degraded))
+
+    async def stream(self, body: ChatCompletionRequest) -> JSONResponse | StreamingResponse:
+        request = await run_in_threadpool(self.to_request, body)
+        items = stream_async(self.runtime.service, request, threading.Event())
+        first = await anext(items)
+        if isinstance(first, Decided) and first.route == "guard":
+            final = [item async for item in items if isinstance(item, ChatResponse)]
+            if final and (refusal := self._refusal_for(final[0])) is not None:
+                return refusal.response()
+            return StreamingResponse(self._chunks(body, _replay(first, final), request), media_type="text/event-stream",
+                                     headers=_headers("guard", first.request_id, False))
+        if not isinstance(first, Decided):  # an internal fault before routing: the service still answered
+            return StreamingResponse(self._chunks(body, _prepend(first, items), request),
+                                     media_type="text/event-stream")
+        return StreamingResponse(self._chunks(body, _prepend(first, items), request), media_type="text/event-stream",
+                                 headers=_headers(first.route, first.request_id, first.degraded))
+
+    async def _chunks(self, body: ChatCompletionRequest, items: AsyncIterator[Any],
+                      request: ChatRequest) -> AsyncIterator[str]:
+        created = int(time.time())
+        chunk_id = "chatcmpl-"
+        started = False
+        async for item in items:
+            if isinstance(item, Decided):
+                chunk_id = f"chatcmpl-{item.request_id}"
+                continue
+            if isinstance(item, ChatResponse):
+                chunk_id = f"chatcmpl-{item.request_id}"
+                if not started:
+                    yield _sse(_chunk(chunk_id, created, body.model, Delta(role="assistant", content="")))
+                finish = "length" if item.finish_reason == "length" else "stop"
+                yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model,
+                                               choices=[ChunkChoice(delta=Delta(), finish_reason=finish)],
+                                               tandem=_info(item)))
+                if body.stream_options is not None and body.stream_options.include_usage:
+                    yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model, choices=[],
+                                                   usage=_usage(item)))
+                continue
+            if isinstance(item, Exception):
+                item = "Sorry, something went wrong on our side. Please try again."
+            if not started:
+                started = True
+                yield _sse(_chunk(chunk_id, created, body.model, Delta(role="assistant", content="")))
+            yield _sse(_chunk(chunk_id, created, body.model, Delta(content=item)))
+        yield "data: [DONE]\n\n"
+
+    @staticmethod
+    def _refusal_for(response: ChatResponse) -> Refusal | None:
+        if response.route != "guard":
+            return None
+        status = next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), None)
+        if status is None:
+            return None
+        headers = None
+        if status == 429:
+            headers = {"Retry-After": str(_retry_after_s(response.answer))}
+        return Refusal(status, response.answer, param="messages" if status == 400 else None, headers=headers)
+
+
+async def _prepend(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for item in rest:
+        yield item
+
+
+async def _replay(first: Any, rest: list[Any]) -> AsyncIterator[Any]:
+    yield first
+    for item in rest:
+        yield item
+
+
+def _chunk(chunk_id: str, created: int, model: str, delta: Delta) -> ChatCompletionChunk:
+    return ChatCompletionChunk(id=chunk_id, created=created, model=model, choices=[ChunkChoice(delta=delta)])
+
+
+def _sse(chunk: ChatCompletionChunk) -> str:
+    return f"data: {json.dumps(chunk.model_dump(exclude_none=True), ensure_ascii=False)}\n\n"
+
+
+def _usage(response: ChatResponse) -> Usage:
+    # Answers of the knowledge-base tier, the cache and the order tool use no model tokens: 0 and 0.
+    return Usage(prompt_tokens=response.prompt_tokens, completion_tokens=response.completion_tokens,
+                 total_tokens=response.prompt_tokens + response.completion_tokens)
+
+
+def _info(response: ChatResponse) -> TandemInfo:
+    return TandemInfo(route=response.route, request_id=response.request_id, degraded=response.degraded,
+                      fallback=response.fallback, sources=[s.model_dump() for s in response.sources],
+                      scores=response.scores, reasons=response.reasons)
+
+
+def _headers(route: str, request_id: str, degraded: bool) -> dict[str, str]:
+    return {"x-tandem-route": route, "x-tandem-request-id": request_id,
+            "x-tandem-degraded": "true" if degraded else "false"}
+
+
+def _retry_after_s(message: str) -> int:
+    digits = [int(word) for word in message.replace("(", " ").split() if word.isdigit()]
+    return max(1, digits[-1]) if digits else 60
+
+
+def _text_of(message: ChatMessageIn) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(p.text for p in message.content or [] if p.type == "text" and p.text)
+
+
+def _conversation_id(body: ChatCompletionRequest) -> str:
+    """One stable session per conversation: the customer and the conversation's first user message."""
+    first = next((_text_of(m) for m in body.messages if m.role == "user"), "")
+    return "oa-" + hashlib.sha256(f"{body.user or ''}\x00{first}".encode()).hexdigest()[:24]
+
+
+def _data_url_file(url: str) -> str:
+    if not url.startswith("data:"):
+        raise AttachmentError("Only images sent inline as data: URLs are read; Tandem does not fetch web addresses.")
+    header, _, payload = url.partition(",")
+    mime = header[5:].split(";")[0].lower()
+    if ";base64" not in header or mime not in IMAGE_SUFFIX:
+        raise AttachmentError(f"The image part must be a base64 data URL of a PNG, JPEG, WebP, GIF or BMP image "
+                              f"(got '{header[:40]}').")
+    try:
+        return _bytes_file(base64.b64decode(payload, validate=True), IMAGE_SUFFIX[mime])
+    except (binascii.Error, ValueError):
+        raise AttachmentError("The image part is not valid base64; please send the image again.") from None
+
+
+def _bytes_file(data: bytes, suffix: str) -> str:
+    with tempfile.NamedTemporaryFile(prefix="tandem-openai-", suffix=suffix, delete=False) as handle:
+        handle.write(data)
+    return handle.name

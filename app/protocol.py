@@ -1,0 +1,102 @@
+"""The HTTP API's bodies (`/api/v1/...`), request and response side by side. Types are strict: a number is not a
+message. FastAPI validates against these and `/api/docs` shows them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from chains.schema import ChatResponse, Route, Source
+
+# The body of one chat call is a short JSON object; anything far larger is refused before parsing.
+# It is well above max_message_chars so that over-long messages still reach the guard and get logged.
+MAX_BODY_BYTES = 1_000_000
+
+
+class ChatIn(BaseModel):
+    model_config = ConfigDict(extra="ignore", json_schema_extra={
+        "examples": [{"message": "Where is my order NW-104233?", "user_id": "alice"}]})
+
+    # No length limits here on purpose: empty and over-long messages go to the service's guard, which
+    # answers them with a customer-facing message and logs a request row.
+    message: StrictStr
+    session_id: StrictStr = Field("", max_length=128)
+    user_id: StrictStr = Field("", max_length=128)
+    stream: StrictBool = Field(False, description="Stream the answer as server-sent events (`delta`, then `done`).")
+
+
+class ChatOut(BaseModel):
+    """One answer: what the customer sees, which route produced it, and why."""
+
+    request_id: str
+    route: Route
+    answer: str
+    sources: list[Source] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+    latency_ms: dict[str, float] = Field(default_factory=dict)
+    degraded: bool = False
+    fallback: bool = False
+    session_id: str = ""
+
+    @classmethod
+    def of(cls, response: ChatResponse) -> ChatOut:
+        return cls.model_validate(response.public())
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    request_id: StrictStr = Field(min_length=1, max_length=64)
+    rating: Literal[1, -1] = Field(description="+1 thumbs up, -1 thumbs down")
+    comment: StrictStr = Field("", max_length=2000)
+    user_id: StrictStr = Field("", max_length=128)
+
+
+class FeedbackOut(BaseModel):
+    ok: bool = True
+    request_id: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx/5xx body. `request_id` is set when the message reached the chain (and was logged)."""
+
+    error: str
+    request_id: str | None = None
+    session_id: str | None = None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text} for code, text in (
+        (400, "the body is not JSON"), (401, "missing or wrong API token"), (404, "unknown request id"),
+        (413, "body or message too long"), (422, "a field is missing or of the wrong type, or the message is empty"),
+        (429, "rate limited"), (503, "the assistant is not available"))}
+
+
+def explain(errors: Sequence[Any]) -> str:
+    """One line naming each bad field, e.g. "message: is required; rating: must be 1 or -1"."""
+    parts = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        field = ".".join(loc) or "body"
+        kind = err.get("type", "")
+        if kind == "missing":
+            text = "is required"
+        elif kind in ("string_type", "str_type"):
+            text = "must be a string"
+        elif kind == "bool_type":
+            text = "must be true or false"
+        elif kind == "literal_error" and field == "rating":
+            text = "must be 1 (thumbs up) or -1 (thumbs down)"
+        elif kind in ("model_type", "model_attributes_type", "dict_type"):
+            field, text = "body", "must be a JSON object"
+        else:
+            text = str(err.get("msg", "is invalid")).lower()
+        parts.append(f"{field}: {text}")
+    return "; ".join(parts)
+
+
+def explain_validation(exc: ValidationError) -> str:
+    return explain(exc.errors())

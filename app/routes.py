@@ -1,0 +1,166 @@
+"""HTTP routes: `POST /api/v1/chat`, `POST /api/v1/feedback`, `GET /healthz`, `GET /metrics`.
+
+Bodies are typed (:mod:`app.protocol`), so `/api/docs` shows them. Every error is JSON ``{"error": "..."}``
+with a 4xx status (the handlers in :mod:`app.server` turn validation errors into that shape); bad input
+never produces a 500. Model calls run off the event loop, so the UI keeps being served.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_latest
+from starlette.concurrency import run_in_threadpool
+
+from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut
+from app.serving import stream_async
+from chains.metrics import get_or_create
+from chains.runtime import Runtime
+from chains.schema import ChatRequest, ChatResponse, Decided
+from core.settings import Settings
+
+router = APIRouter()
+
+API_RESPONSES = get_or_create(Counter, "tandem_api_responses", "HTTP API responses by endpoint and status code.",
+                              labelnames=["endpoint", "status"])
+
+# Guard refusals that mean "the client sent something unusable" map to 4xx; the guard's own
+# message is the error text. Any other guard answer (e.g. an internal-error apology) stays 200.
+GUARD_STATUS = {"guard: too long": 413, "guard: empty": 422, "guard: only control characters": 422,
+                "guard: rate limited": 429}
+
+
+class ApiError(Exception):
+    """Raised by a route; :func:`app.server.create_app` answers it as an :class:`ErrorOut` body."""
+
+    def __init__(self, status: int, message: str, endpoint: str = "other", headers: dict[str, str] | None = None,
+                 **extra: Any):
+        super().__init__(message)
+        self.status, self.message, self.endpoint, self.headers, self.extra = status, message, endpoint, headers, extra
+
+    def response(self) -> JSONResponse:
+        API_RESPONSES.labels(endpoint=self.endpoint, status=str(self.status)).inc()
+        body = ErrorOut(error=self.message, **self.extra).model_dump(exclude_none=True)
+        return JSONResponse(body, status_code=self.status, headers=self.headers)
+
+
+def settings_of(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def runtime_of(request: Request) -> Runtime:
+    runtime = getattr(request.app.state, "runtime", None)
+    if runtime is None:
+        problems = request.app.state.warm.get("problems") or ["still starting"]
+        raise ApiError(503, f"the assistant is not available: {'; '.join(problems)}", "other")
+    return runtime
+
+
+def bearer_ok(request: Request, token: str) -> bool:
+    """No token configured, or the right one sent as ``Authorization: Bearer <token>``."""
+    if not token:
+        return True
+    scheme, _, sent = request.headers.get("authorization", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(sent.strip().encode(), token.encode())
+
+
+def require_token(endpoint: str):
+    def check(request: Request) -> None:
+        if not bearer_ok(request, settings_of(request).api_token):
+            raise ApiError(401, "missing or wrong API token; send the header 'Authorization: Bearer <token>'",
+                           endpoint, headers={"WWW-Authenticate": "Bearer"})
+    return check
+
+
+def status_for(response: ChatResponse) -> int:
+    if response.route != "guard":
+        return 200
+    return next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), 200)
+
+
+@router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES,
+             dependencies=[Depends(require_token("chat"))])
+async def chat(body: ChatIn, runtime: Runtime = Depends(runtime_of)) -> Any:
+    """Answer one customer message. With `"stream": true` the answer comes as server-sent events:
+    `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`."""
+    request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
+                          channel="api", modality="text")
+    if body.stream:
+        return StreamingResponse(_events(runtime, request), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+    response: ChatResponse = await run_in_threadpool(runtime.service.answer, request)
+    status = status_for(response)
+    if status != 200:
+        raise ApiError(status, response.answer, "chat", request_id=response.request_id,
+                       session_id=response.session_id)
+    API_RESPONSES.labels(endpoint="chat", status="200").inc()
+    return ChatOut.of(response)
+
+
+async def _events(runtime: Runtime, request: ChatRequest) -> AsyncIterator[str]:
+    API_RESPONSES.labels(endpoint="chat_stream", status="200").inc()
+    async for item in stream_async(runtime.service, request, threading.Event()):
+        if isinstance(item, ChatResponse):
+            yield f"data: {json.dumps({'done': ChatOut.of(item).model_dump()}, ensure_ascii=False)}\n\n"
+        elif isinstance(item, Decided):
+            yield f"data: {json.dumps({'route': item.route, 'request_id': item.request_id})}\n\n"
+        elif isinstance(item, Exception):
+            yield f"data: {json.dumps({'error': 'internal error; it has been logged'})}\n\n"
+        else:
+            yield f"data: {json.dumps({'delta': item}, ensure_ascii=False)}\n\n"
+
+
+@router.post("/api/v1/feedback", response_model=FeedbackOut, responses=ERROR_RESPONSES,
+             dependencies=[Depends(require_token("feedback"))])
+async def feedback(body: FeedbackIn, runtime: Runtime = Depends(runtime_of)) -> FeedbackOut:
+    """Thumbs up (+1) or down (-1) on an answer, with an optional comment."""
+    if not await run_in_threadpool(runtime.service.request_exists, body.request_id):
+        raise ApiError(404, f"no answer with request_id '{body.request_id}'", "feedback")
+    await run_in_threadpool(runtime.service.feedback, body.request_id, body.rating, body.comment, body.user_id)
+    API_RESPONSES.labels(endpoint="feedback", status="200").inc()
+    return FeedbackOut(request_id=body.request_id)
+
+
+@router.api_route("/api/v1/chat", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+@router.api_route("/api/v1/feedback", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+async def wrong_method(request: Request) -> Response:
+    # Without this the Gradio app mounted at "/" would answer these with an HTML 404.
+    raise ApiError(405, f"{request.method} is not supported here; use POST with a JSON body", "other",
+                   headers={"Allow": "POST"})
+
+
+@router.api_route("/api/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                  include_in_schema=False)
+async def unknown_endpoint(rest: str) -> Response:
+    raise ApiError(404, f"no API endpoint /api/v1/{rest}; see /api/docs", "other")
+
+
+@router.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    """Liveness plus what operators need: warm-up state, KB size, log backlog, LLM load and breaker."""
+    warm = request.app.state.warm
+    body: dict[str, Any] = {"status": "starting", "ready": bool(warm.get("ready")),
+                            "problems": list(warm.get("problems", []))}
+    runtime = getattr(request.app.state, "runtime", None)
+    if body["ready"] and runtime is not None:
+        try:
+            status = await run_in_threadpool(runtime.status)
+            body["problems"] += status.pop("problems", [])
+            body.update(status)
+        except Exception as exc:  # health must answer even when a part is broken; it reports, never raises
+            body["problems"].append(f"service status failed: {exc.__class__.__name__}: {exc}")
+        body["status"] = "degraded" if body["problems"] or body.get("log_backlog") else "ok"
+    elif body["ready"]:
+        body["status"] = "degraded"
+    return JSONResponse(body)
+
+
+@router.get("/metrics")
+async def metrics() -> Response:
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,54 @@
+"""Serving logic shared by the HTTP APIs and the chat UI: run the service's stream off the event loop.
+
+The service's ``stream`` is a plain generator that may block on the LLM for seconds. Here it runs in a
+thread of its own and hands its items over a queue, so the front end stays responsive, and a front end
+that goes away (a client disconnects, a customer presses Stop) only sets the turn's cancel event: the
+service still finishes, aborts the engine's request at the next token, and logs the row as cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.service import TandemService
+
+_END = object()
+
+
+def drain(items: queue.Queue) -> Iterator[str | Decided | ChatResponse | Exception]:
+    """The queue's items until the end marker."""
+    while (item := items.get()) is not None:
+        yield item
+
+
+async def stream_async(service: TandemService, request: ChatRequest,
+                       cancel: threading.Event) -> AsyncIterator[str | Decided | ChatResponse | Exception]:
+    """The same stream for an async front end. Closing this iterator (a disconnect) cancels the turn."""
+    loop = asyncio.get_running_loop()
+    handoff: asyncio.Queue = asyncio.Queue()
+
+    def put(item: object) -> None:
+        try:
+            loop.call_soon_threadsafe(handoff.put_nowait, item)
+        except RuntimeError:  # the loop is gone (server shutting down): the service still logs the row
+            cancel.set()
+
+    def pump() -> None:
+        try:
+            for item in service.stream(request, cancel):
+                put(item)
+        except Exception as exc:
+            put(exc)
+        finally:
+            put(_END)
+
+    threading.Thread(target=pump, name="tandem-http-turn", daemon=True).start()
+    try:
+        while (item := await handoff.get()) is not _END:
+            yield item
+    finally:
+        cancel.set()  # harmless after the end; mid-stream it aborts the LLM request

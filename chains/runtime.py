@@ -1,0 +1,89 @@
+"""The composition root: every long-lived part of a serving process, built once from the settings.
+
+An app process builds one :class:`Runtime` and hands it to its front ends (HTTP API, chat UI); the CLI
+builds one per command; a test builds its own with the parts it wants (another KB, no LLM, a database of
+its own) instead of patching module globals. Nothing here is a global: two runtimes in one process do not
+share state, except the loaded model weights (immutable) and the Prometheus registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from chains.cache import ResponseCache
+from chains.llm.base import LLM
+from chains.policy import LivePolicy
+from chains.ratelimit import RateLimiter
+from chains.router_chain import RouterChain
+from chains.routers import RouterSource
+from chains.rules import RuleBook
+from chains.service import TandemService
+from chains.state import MemoryState, SharedState
+from core.encoders import Encoder, load_encoder
+from core.settings import Settings, get_settings
+from knowledge.base import KnowledgeBase
+from storage.db import Database, open_database
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    encoder: Encoder
+    kb: KnowledgeBase
+    state: SharedState
+    policy: LivePolicy
+    routers: RouterSource
+    rules: RuleBook
+    llm: LLM | None
+    chain: RouterChain
+    service: TandemService
+    problems: list[str] = field(default_factory=list)
+
+    def status(self) -> dict[str, Any]:
+        """What /healthz and `tandem doctor` show about the serving parts (the service adds its log backlog)."""
+        problems = list(self.problems)
+        problems += [p for p in (self.routers.problem, self.rules.problem) if p]
+        return {"kb_version": self.kb.version, "kb_entries": len(self.kb), "encoder": self.encoder.describe(),
+                "router": self.routers.current().name, "state": self.state.status(),
+                "cache_entries": self.state.cache_size(), "problems": problems,
+                "llm": self.llm.status() if self.llm is not None else None, **self.service.status()}
+
+    def close(self) -> None:
+        if self.llm is not None:
+            self.llm.close()
+
+
+def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
+    """The knowledge base of the configured store (TANDEM_CHROMA_URL, else embedded under TANDEM_HOME)."""
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+
+    return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
+                               url=settings.chroma_url, collection=settings.kb_collection)
+
+
+def build_runtime(settings: Settings | None = None, *, db: Database | None = None, encoder: Encoder | None = None,
+                  kb: KnowledgeBase | None = None, state: SharedState | None = None, llm: LLM | None = None,
+                  use_llm: bool = True, router: str | None = None, rules: RuleBook | None = None) -> Runtime:
+    """Build every part from ``settings``; any part given is used as is (tests, batch runs)."""
+    from chains.bootstrap import prepare_storage
+
+    settings = settings or get_settings()
+    db = prepare_storage(settings, db or open_database(settings.db_url))
+    encoder = encoder or (kb.encoder if kb is not None else load_encoder(settings.encoder))
+    kb = kb if kb is not None else open_kb(settings, encoder)
+    state = state or MemoryState()
+    policy = LivePolicy(db)
+    if llm is None and use_llm:
+        from chains.llm.client import LLMClient
+
+        llm = LLMClient(settings, policy.current)
+    routers = RouterSource(settings.home, router or settings.router)
+    rules = rules or RuleBook(settings.rules_path)
+    chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
+                        rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars)
+    service = TandemService(chain=chain, db=db, policy=policy, limiter=RateLimiter(state, settings.rate_limit_per_min),
+                            mask_pii=settings.mask_pii)
+    return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
+                   rules=rules, llm=llm, chain=chain, service=service)

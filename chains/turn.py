@@ -1,0 +1,85 @@
+"""One message on its way through the chain: the :class:`Turn` every stage reads and writes, and its clock.
+
+A stage that settles the answer marks the turn done and later stages pass it through. Every stage appends
+to ``turn.trace`` and times itself, so the request log can explain each decision.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from chains.schema import ChatRequest, Decided
+from core.policy import Thresholds
+
+
+@dataclass
+class Turn:
+    request: ChatRequest
+    thresholds: Thresholds
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    history: list[dict[str, str]] = field(default_factory=list)
+    text: str = ""
+    query: str = ""                      # what retrieval sees: the text, plus the last turn for follow-ups
+    vector: np.ndarray | None = None
+    hits: Sequence[Any] = ()
+    route: str = ""
+    plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
+    answer: str = ""
+    draft: Any = None                    # chains.tiers.Draft once the threshold stage made one
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    scores: dict[str, float] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    degraded: bool = False
+    no_fit: bool = False                 # the small tier answers although the router would have asked the LLM
+    fallback: bool = False
+    cache_hit: bool = False
+    cancelled: bool = False
+    kb_version: str = ""
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str = ""
+    finish_reason: str = "stop"
+    done: bool = False
+    # Set by whoever serves the answer (Stop button, a client that went away); the LLM tier checks it between
+    # tokens and aborts the engine's request.
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def cache_key(self) -> str:
+        """Cached answers belong to one KB version and one routing policy: a change to either retires them.
+        A forced tier (``mode``) keeps answers of its own."""
+        mode = self.request.mode
+        return f"{self.kb_version}:{self.thresholds.version}" + ("" if mode == "routed" else f":{mode}")
+
+    def decided(self) -> Decided:
+        route = self.route if self.done else ("small" if self.plan == "small" else "llm")
+        return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded)
+
+    def note(self, stage: str, decision: str, **detail: Any) -> None:
+        self.trace.append({"stage": stage, "decision": decision, "detail": detail,
+                           "ms": round(self.latency_ms.get(stage, 0.0), 3)})
+
+    def finish(self, route: str, answer: str, reason: str) -> Turn:
+        self.route, self.answer, self.done = route, answer, True
+        self.reasons.append(reason)
+        return self
+
+
+@contextmanager
+def timed(turn: Turn, stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        turn.latency_ms[stage] = turn.latency_ms.get(stage, 0.0) + (time.perf_counter() - start) * 1000

@@ -1,0 +1,70 @@
+"""The knowledge-base contract: what the router chain, the console and the CLI may ask of any knowledge base.
+
+A knowledge base holds FAQ answers with example questions, answers a search with one :class:`Hit` per answer
+(best first, scores in [0, 1] that compare across queries), names its content with a ``version`` that changes
+on every edit (cached answers are keyed by it), and takes new sources through ``ingest``. Today's
+implementation keeps its records in Chroma (:mod:`knowledge.chroma_kb`); another store plugs in here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from core.encoders import Encoder
+
+
+class Hit(BaseModel):
+    answer_id: str
+    answer: str
+    title: str
+    score: float  # in [0, 1]; see knowledge.index for the formula (dense cosine blended with BM25)
+    matched_text: str  # the paraphrase, title or answer text that matched best
+    source: str
+    category: str = ""
+    lang: str = ""
+    dense: float = 0.0  # the best record's cosine similarity alone (distance evidence for the router)
+
+
+class KnowledgeBase(ABC):
+    """Search, version, ingest; plus the read-outs the console shows."""
+
+    encoder: Encoder
+
+    @property
+    @abstractmethod
+    def version(self) -> str:
+        """Content hash; changes on every change of any record."""
+
+    @abstractmethod
+    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None) -> list[Hit]:
+        """Best ``k`` answers, one Hit per answer. ``vector`` is the query's embedding by ``self.encoder``
+        when the caller already has it (cache, router and retrieval share one embedding per message)."""
+
+    @abstractmethod
+    def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> Any:
+        """Parse answer/question CSVs, Markdown and text files and upsert their good rows; report bad ones."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of answers."""
+
+    @abstractmethod
+    def entries(self, search: str | None = None) -> list[dict]:
+        """Answers with their example-question counts (the console's KB page), filtered by a substring."""
+
+    @abstractmethod
+    def stats(self) -> dict:
+        """Counts of answers, questions and records, per category and per source."""
+
+    def answer_texts(self) -> dict[str, str]:
+        return {}
+
+    def neighbours(self, vector: np.ndarray, k: int = 5) -> np.ndarray:
+        """Cosine similarities of the ``k`` nearest example questions (distance evidence for routing)."""
+        return np.zeros(0, dtype=np.float32)

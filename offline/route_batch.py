@@ -1,0 +1,79 @@
+"""Batch routing without any LLM: `tandem route-batch`, `make eval`, router training and the bench share it.
+
+The chain is the product's own (same stages, same router, same thresholds); only the cache is off, the order
+tool is not run, and the messages are embedded up front in batches.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+from chains.router_chain import RouterChain
+from chains.routers import RouterSource
+from chains.rules import RuleBook
+from chains.schema import ChatRequest
+from chains.turn import Turn
+from core.encoders import load_encoder
+from core.errors import TandemError
+from core.policy import Thresholds
+from core.settings import get_settings
+from knowledge.base import KnowledgeBase
+
+
+def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[str] | None = None) -> RouterChain:
+    """A chain over `kb` with the cache off; the texts given are embedded up front, in batches."""
+    encoder = kb.encoder
+    known = dict(zip(texts, encoder.encode_queries(texts, batch_size=64))) if texts else {}
+    settings = get_settings()
+    router = RouterSource(settings.home, router_name or settings.router).current()  # the live (promoted) router
+    return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
+                       else encoder.encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
+                       db=None, run_tools=False)
+
+
+def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id: str = "") -> dict:
+    turn = chain.route_only.invoke(Turn(request=ChatRequest(message=text, channel="batch"), thresholds=thresholds))
+    if turn.done:
+        route = turn.route
+    else:  # a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it
+        route = "llm" if turn.plan in ("llm", "rewrite") else "small"
+    return {"query_id": query_id, "route": route,
+            "answer_id": turn.hits[0].answer_id if turn.hits else None,
+            "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,
+            "rewrite": turn.plan == "rewrite", "kb_top": turn.scores.get("kb_top")}
+
+
+def read_queries(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        rows = list(csv.DictReader(handle))
+    if rows and ("query" not in rows[0]):
+        raise TandemError(f"{path} needs a 'query' column (and optionally 'query_id')")
+    return rows
+
+
+def live_thresholds() -> Thresholds:
+    """The policy the running app uses (its database), or the defaults when there is none yet."""
+    try:
+        from chains.policy import LivePolicy
+        from storage.db import open_database
+
+        return LivePolicy(open_database()).current()
+    except Exception:
+        return Thresholds.defaults()
+
+
+def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, str]], router_name: str | None = None,
+               tau: float | None = None) -> Iterator[dict]:
+    from knowledge.chroma_kb import throwaway_kb
+
+    thresholds = live_thresholds()
+    if tau is not None:
+        thresholds = thresholds.model_copy(update={"route_threshold": tau})
+    kb = throwaway_kb(load_encoder(), kb_csv, questions_csv)
+    texts = [" ".join((row.get("query") or "").split()) for row in rows]
+    chain = batch_chain(kb, router_name, [t for t in texts if t])
+    for index, row in enumerate(rows):
+        yield route_record(chain, row.get("query") or "", thresholds, row.get("query_id") or str(index))
+

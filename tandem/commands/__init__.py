@@ -1,0 +1,1 @@
+"""The `tandem` sub-commands, one module per topic; each exposes `register(cli)`."""
