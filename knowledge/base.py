@@ -42,13 +42,24 @@ class KnowledgeBase(ABC):
         """Content hash; changes on every change of any record."""
 
     @abstractmethod
-    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None) -> list[Hit]:
+    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None,
+               evidence: dict[str, float] | None = None) -> list[Hit]:
         """Best ``k`` answers, one Hit per answer. ``vector`` is the query's embedding by ``self.encoder``
-        when the caller already has it (cache, router and retrieval share one embedding per message)."""
+        when the caller already has it (cache, router and retrieval share one embedding per message).
+        ``evidence``, when given, is filled with how close the message comes to the KB (distance evidence for
+        the router: ``dense_top``, ``dense_z``, ``dense_mean``, ``dense_margin``, ``agreement``, ``lexical_top``)."""
 
     @abstractmethod
     def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> Any:
         """Parse answer/question CSVs, Markdown and text files and upsert their good rows; report bad ones."""
+
+    @abstractmethod
+    def upsert_answers(self, rows: Iterable[Any], progress: bool = False) -> int:
+        """Insert or replace answers (``knowledge.ingest.AnswerRow``) by answer_id; returns records changed."""
+
+    @abstractmethod
+    def upsert_questions(self, rows: Iterable[Any], progress: bool = False) -> int:
+        """Add example questions (``knowledge.ingest.QuestionRow``), each pointing at an existing answer."""
 
     @abstractmethod
     def __len__(self) -> int:
@@ -65,6 +76,11 @@ class KnowledgeBase(ABC):
     def answer_texts(self) -> dict[str, str]:
         return {}
 
-    def neighbours(self, vector: np.ndarray, k: int = 5) -> np.ndarray:
-        """Cosine similarities of the ``k`` nearest example questions (distance evidence for routing)."""
-        return np.zeros(0, dtype=np.float32)
+    def space_for(self, text: str) -> str:
+        """Which vector space searches this message ("" = the primary encoder's); cached vectors are per space."""
+        return ""
+
+    def encoder_for(self, text: str) -> Encoder:
+        """The encoder whose embedding of this message :meth:`search` expects."""
+        return self.encoder
+

@@ -13,26 +13,29 @@ Each answer is stored as up to three kinds of record, all pointing at its ``answ
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import json
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from core.encoders import Encoder
+from core.text import language_of
 from knowledge import store
 from knowledge.base import Hit, KnowledgeBase
 from knowledge.index import FusionParams, HybridIndex
 from knowledge.ingest import AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
 
-# How often a search checks whether another process changed the collection (a cheap metadata read).
-REFRESH_CHECK_S = 5.0
+# How often a search checks whether another process changed the collection (a cheap metadata read): a KB
+# ingest through any replica or the CLI reaches every replica within this plus one reload.
+REFRESH_CHECK_S = 2.0
 MAX_QUERY_CHARS = 4000
 
 
@@ -48,8 +51,10 @@ class _Snapshot:
 
     records: dict[str, tuple[str, dict]]  # record id -> (document, metadata)
     answers: dict[str, dict]  # answer_id -> answer metadata + "answer" text
-    index: HybridIndex
+    index: HybridIndex  # the primary encoder's space
     version: str
+    spaces: dict[str, HybridIndex] = field(default_factory=dict)  # language -> that language's encoder's space
+    translations: dict[str, list[str]] | None = None  # answer_id -> its translations (built on first use)
 
 
 def _content_version(records: dict[str, tuple[str, dict]]) -> str:
@@ -65,12 +70,23 @@ class ChromaKnowledgeBase(KnowledgeBase):
     """FAQ answers with example questions in a Chroma collection, searchable by meaning and by words."""
 
     def __init__(self, encoder: Encoder, path: Path | None = None, url: str = "", collection: str = "tandem_kb",
-                 params: FusionParams | None = None):
+                 params: FusionParams | None = None, encoder_source: Callable[[], Encoder] | None = None,
+                 language_encoders: dict[str, Encoder] | None = None):
+        """``encoder_source`` gives the encoder this process should use now (TANDEM_ENCODER resolved again): when
+        another process re-embeds the collection with a newly tuned encoder, this KB follows it.
+
+        ``language_encoders`` (e.g. ``{"zh": e5}``) add a vector space per language: every record is embedded by
+        those encoders too (kept in a sibling collection), and a message in that language is searched there.
+        """
         self.encoder = encoder
+        self.encoder_source = encoder_source
+        self.language_encoders = dict(language_encoders or {})
         self.path, self.url, self.collection_name = path, url, collection
         self.params = params or FusionParams()
         self._client = store.open_client(path, url)
         self._collection = store.open_collection(self._client, collection, encoder)
+        self._space_collections = {lang: store.open_collection(self._client, f"{collection}__{enc.name}", enc)
+                                   for lang, enc in self.language_encoders.items()}
         self._lock = threading.RLock()
         self._checked_at = 0.0
         self._reload()
@@ -78,6 +94,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
     # ---- reading -------------------------------------------------------------------------
     @property
     def version(self) -> str:
+        """The content version, after the throttled check for another process's change: the cache keys answers
+        by it, and a cache hit never searches, so the check must happen here too."""
+        self._refresh_if_changed()
         return self._snap.version
 
     def __len__(self) -> int:
@@ -91,10 +110,21 @@ class ChromaKnowledgeBase(KnowledgeBase):
     def answer_texts(self) -> dict[str, str]:
         return {a: meta["answer"] for a, meta in self._snap.answers.items()}
 
-    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None) -> list[Hit]:
-        """Best ``k`` answers for ``query``, one Hit per answer, best first.
+    def space_for(self, text: str) -> str:
+        """The language whose vector space searches this message: its own when the KB has one, else the primary."""
+        lang = language_of(text)
+        return lang if lang in self.language_encoders else ""
 
-        ``vector`` is the query's embedding by this KB's encoder when the caller already has it (cache and
+    def encoder_for(self, text: str) -> Encoder:
+        """The encoder that embeds this message for :meth:`search` (cache and router use the same vector)."""
+        return self.language_encoders.get(self.space_for(text), self.encoder)
+
+    def search(self, query: str, k: int = 3, vector: np.ndarray | None = None,
+               evidence: dict[str, float] | None = None) -> list[Hit]:
+        """Best ``k`` answers for ``query``, one Hit per answer, best first, each in the message's language when
+        the KB has that answer in it (answers linked by ``translation_of``).
+
+        ``vector`` is the query's embedding by :meth:`encoder_for` when the caller already has it (cache and
         router share one embedding per message); the query is embedded only when it is None.
         """
         if not isinstance(query, str) or not query.strip() or k <= 0:
@@ -102,21 +132,44 @@ class ChromaKnowledgeBase(KnowledgeBase):
         query = query.strip()[:MAX_QUERY_CHARS]
         self._refresh_if_changed()
         snap = self._snap
-        if not len(snap.index):
+        index = snap.spaces.get(self.space_for(query), snap.index)
+        if not len(index):
             return []
         if vector is None:
-            vector = self.encoder.encode_query(query)
-        elif np.shape(vector)[-1:] != (snap.index.embeddings.shape[1],):
-            raise ValueError(f"vector must be the query's {snap.index.embeddings.shape[1]}-d embedding by "
-                             f"{self.encoder.name}, got shape {np.shape(vector)}")
-        hits = []
-        for scored in snap.index.search(query, vector, k=k):
-            meta = snap.answers[scored.answer_id]
-            hits.append(Hit(answer_id=scored.answer_id, answer=meta["answer"], title=meta.get("title", ""),
-                            score=round(scored.score, 6), matched_text=snap.index.texts[scored.record],
+            vector = self.encoder_for(query).encode_query(query)
+        elif np.shape(vector)[-1:] != (index.embeddings.shape[1],):
+            raise ValueError(f"vector must be the query's {index.embeddings.shape[1]}-d embedding by "
+                             f"{self.encoder_for(query).name}, got shape {np.shape(vector)}")
+        hits: list[Hit] = []
+        for scored in index.search(query, vector, k=k, evidence=evidence):
+            answer_id = self._in_language(scored.answer_id, language_of(query))
+            if any(h.answer_id == answer_id for h in hits):
+                continue  # the same answer in two languages: the better-ranked one stands
+            meta = snap.answers[answer_id]
+            hits.append(Hit(answer_id=answer_id, answer=meta["answer"], title=meta.get("title", ""),
+                            score=round(scored.score, 6), matched_text=index.texts[scored.record],
                             source=meta.get("source", ""), category=meta.get("category", ""),
                             lang=meta.get("lang", ""), dense=round(scored.dense, 6)))
         return hits
+
+    def _in_language(self, answer_id: str, lang: str) -> str:
+        """``answer_id``'s translation into ``lang`` when the KB has one (either direction of translation_of)."""
+        answers = self._snap.answers
+        if answers[answer_id].get("lang", "") in ("", lang):
+            return answer_id
+        original = answers[answer_id].get("translation_of") or answer_id
+        family = [original, *self._snap_translations().get(original, [])]
+        return next((a for a in family if a in answers and answers[a].get("lang") == lang), answer_id)
+
+    def _snap_translations(self) -> dict[str, list[str]]:
+        snap = self._snap
+        if snap.translations is None:
+            links: dict[str, list[str]] = {}
+            for answer_id, meta in snap.answers.items():
+                if meta.get("translation_of"):
+                    links.setdefault(meta["translation_of"], []).append(answer_id)
+            snap.translations = links
+        return snap.translations
 
     def entries(self, search: str | None = None) -> list[dict]:
         """Answers with their paraphrase counts, optionally filtered by a case-insensitive substring."""
@@ -136,6 +189,16 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 continue
             out.append(row)
         return out
+
+    def training_texts(self) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """(example questions and titles per answer_id, answer text per searchable answer): what an encoder is
+        tuned on. Label-only stubs (intent datasets) have questions but no answer text."""
+        questions: dict[str, list[str]] = {}
+        for doc, meta in self._snap.records.values():
+            if meta.get("kind") in ("question", "title") and doc:
+                questions.setdefault(meta["answer_id"], []).append(doc)
+        answers = {a: meta["answer"] for a, meta in self._snap.answers.items() if meta.get("searchable", True)}
+        return questions, answers
 
     def stats(self) -> dict:
         snap = self._snap
@@ -182,6 +245,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
             if not ids:
                 return False
             self._collection.delete(ids=ids)
+            for collection in self._space_collections.values():
+                collection.delete(ids=ids)
             self._reload()
             return True
 
@@ -217,6 +282,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 self._upsert(changed, progress)
             if stale:
                 self._collection.delete(ids=sorted(stale))
+                for collection in self._space_collections.values():
+                    collection.delete(ids=sorted(stale))
             if changed or stale:
                 self._reload()
             return len(changed) + len(stale)
@@ -225,6 +292,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
         from tqdm import tqdm
 
         ids = list(records)
+        if store.stored_encoder(self._client, self.collection_name) is None:
+            # a new collection: the vectors about to be written are ours
+            store.write_version(self._client, self._collection, "", self.encoder.version)
         step = min(256, store.batch_size(self._client))
         bar = tqdm(total=len(ids), desc="Embedding", unit="rec", disable=not progress or len(ids) < 200,
                    leave=False)
@@ -235,6 +305,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 vectors = self.encoder.encode_passages(docs)
                 self._collection.upsert(ids=chunk, documents=docs, metadatas=[records[i][1] for i in chunk],
                                         embeddings=vectors)
+                for lang, collection in self._space_collections.items():  # changed texts: new vectors there too
+                    collection.upsert(ids=chunk, documents=docs,
+                                      embeddings=self.language_encoders[lang].encode_passages(docs))
                 bar.update(len(chunk))
         finally:
             bar.close()
@@ -243,6 +316,11 @@ class ChromaKnowledgeBase(KnowledgeBase):
     def _reload(self) -> None:
         with self._lock:
             got = store.read_all(self._collection)
+            if got["ids"] and store.stored_encoder(self._client, self.collection_name) != self.encoder.version:
+                # The vectors were made by another encoder (one tuned since, or the base after a reset): a query
+                # embedded by ours would be compared with theirs. Embed every record again, once.
+                self._reembed(got)
+                got = store.read_all(self._collection)
             records = {rid: (doc or "", dict(meta or {}))
                        for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
             answers = {meta["answer_id"]: {**meta, "answer": doc}
@@ -255,11 +333,50 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
                                 support=[got["metadatas"][i].get("kind") == "question" for i in keep])
-            version = _content_version(records)
-            self._snap = _Snapshot(records=records, answers=answers, index=index, version=version)
+            space_params = dataclasses.replace(self.params, cjk_lexical_weight=self.params.space_cjk_lexical_weight)
+            spaces = {lang: HybridIndex(texts=index.texts, answer_ids=index.answer_ids, params=space_params,
+                                        embeddings=self._space_vectors(lang, [got["ids"][i] for i in keep],
+                                                                       index.texts),
+                                        support=index.support, lexical_of=index)
+                      for lang in self.language_encoders}
+            version = f"{_content_version(records)}-{self.encoder.version[:6]}"
+            self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces)
             if store.stored_version(self._client, self.collection_name) != version:
-                store.write_version(self._collection, version)
+                store.write_version(self._client, self._collection, version, self.encoder.version)
             self._checked_at = time.monotonic()
+
+    def _space_vectors(self, lang: str, ids: list[str], texts: list[str]) -> np.ndarray:
+        """The records' vectors in one language's space: read from its collection, the missing ones made now."""
+        encoder, collection = self.language_encoders[lang], self._space_collections[lang]
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(ids), 5000):
+            got = collection.get(ids=ids[start:start + 5000], include=["embeddings"])
+            found.update(zip(got["ids"], (np.asarray(e, dtype=np.float32) for e in got["embeddings"])))
+        missing = [i for i, rid in enumerate(ids) if rid not in found]
+        step = min(256, store.batch_size(self._client))
+        for start in range(0, len(missing), step):
+            chunk = missing[start:start + step]
+            vectors = encoder.encode_passages([texts[i] for i in chunk])
+            collection.upsert(ids=[ids[i] for i in chunk], embeddings=vectors, documents=[texts[i] for i in chunk])
+            found.update(zip((ids[i] for i in chunk), vectors))
+        if not ids:
+            return np.zeros((0, encoder.dim), dtype=np.float32)
+        return np.stack([found[rid] for rid in ids])
+
+    def _reembed(self, got: dict[str, list]) -> None:
+        from tqdm import tqdm
+
+        ids, docs, metas = got["ids"], [d or "" for d in got["documents"]], got["metadatas"]
+        step = min(256, store.batch_size(self._client))
+        bar = tqdm(total=len(ids), desc=f"Re-embedding the KB with {self.encoder.name} {self.encoder.version}",
+                   unit="rec", disable=len(ids) < 200, leave=False)
+        for start in range(0, len(ids), step):
+            chunk = slice(start, start + step)
+            self._collection.upsert(ids=ids[chunk], documents=docs[chunk], metadatas=metas[chunk],
+                                    embeddings=self.encoder.encode_passages(docs[chunk]))
+            bar.update(len(ids[chunk]))
+        bar.close()
+        store.write_version(self._client, self._collection, "", self.encoder.version)
 
     def reload(self) -> None:
         """Re-read the collection (another process may have changed it)."""
@@ -275,6 +392,11 @@ class ChromaKnowledgeBase(KnowledgeBase):
         except Exception:  # a remote store hiccup must not fail the search; the old snapshot still answers
             return
         if stored and stored != self._snap.version:
+            suffix = stored.rsplit("-", 1)[-1]
+            if self.encoder_source is not None and not self.encoder.version.startswith(suffix):
+                current = self.encoder_source()
+                if current.version.startswith(suffix):  # re-embedded elsewhere with the encoder we should use now
+                    self.encoder = current
             self._reload()
 
 

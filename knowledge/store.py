@@ -14,6 +14,7 @@ from core.encoders import Encoder
 from core.errors import TandemError
 
 VERSION_KEY = "tandem_version"
+ENCODER_KEY = "tandem_encoder"  # which encoder version made the stored vectors
 
 
 def _embedding_function_class():
@@ -112,17 +113,29 @@ def open_collection(client, name: str, encoder: Encoder | None = None):
                                            configuration={"hnsw": {"space": "cosine"}})
 
 
-def stored_version(client, name: str) -> str | None:
-    """The content hash last written by any process (cheap: no records are read)."""
+def _fresh_metadata(client, name: str) -> dict:
+    """The collection's metadata as stored now (a Collection object keeps the copy it was opened with)."""
     try:
         collection = client.get_collection(name=name, embedding_function=embedding_function())
     except Exception:  # the collection does not exist (yet)
-        return None
-    return (collection.metadata or {}).get(VERSION_KEY)
+        return {}
+    return dict(collection.metadata or {})
 
 
-def write_version(collection, version: str) -> None:
-    collection.modify(metadata={**(collection.metadata or {}), VERSION_KEY: version})
+def stored_version(client, name: str) -> str | None:
+    """The content hash last written by any process (cheap: no records are read)."""
+    return _fresh_metadata(client, name).get(VERSION_KEY)
+
+
+def write_version(client, collection, version: str, encoder_version: str) -> None:
+    metadata = {**_fresh_metadata(client, collection.name), ENCODER_KEY: encoder_version}
+    if version:
+        metadata[VERSION_KEY] = version
+    collection.modify(metadata=metadata)
+
+
+def stored_encoder(client, name: str) -> str | None:
+    return _fresh_metadata(client, name).get(ENCODER_KEY)
 
 
 def read_all(collection) -> dict[str, list]:

@@ -90,3 +90,29 @@ def intent_kb(folder: Path, queries: list[Query]) -> Path:
         writer.writerow(["query", "answer_id"])
         writer.writerows((q.text, q.answer_id) for q in queries if q.answer_id and not q.needs_llm)
     return path
+
+
+EVAL_DIR = Path(__file__).resolve().parent.parent / "knowledge" / "eval"
+BITEXT_HELDOUT = EVAL_DIR / "bitext_heldout.csv"  # report only: never read by training or tuning
+BITEXT_DEV = EVAL_DIR / "bitext_dev.csv"
+CHINESE = EVAL_DIR / "zh" / "paraphrases.csv"
+
+
+def _handwritten(path: Path, group: str, split: str | None = None) -> list[Query]:
+    return [Query(r["query"], int(r["in_scope"] != "True"), r["answer_id"], group)
+            for r in read_csv(path) if split is None or r.get("split") == split]
+
+
+def bitext_dev() -> list[Query]:
+    """Hand-written natural messages for the Bitext FAQ, for choosing and fitting (never reported)."""
+    return _handwritten(BITEXT_DEV, "bitext-dev")
+
+
+def bitext_heldout() -> list[Query]:
+    """Hand-written natural messages for the Bitext FAQ, for reporting only (`make eval`)."""
+    return _handwritten(BITEXT_HELDOUT, "bitext-heldout")
+
+
+def chinese(split: str) -> list[Query]:
+    """Hand-written Chinese messages for the Chinese Northwind FAQ (train/valid to fit, test to report)."""
+    return _handwritten(CHINESE, f"zh-{split}", split)

@@ -18,3 +18,16 @@ def update_readme_section(name: str, section: str, readme: Path = README) -> Non
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
     readme.write_text(text, encoding="utf-8")
+
+
+def settings_markdown() -> str:
+    """The configuration table: every setting, its env name, default and meaning, from core/settings.py."""
+    from core.settings import Settings
+
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        default = field.default if field.default is not None else ""
+        if name == "home":
+            default = ".tandem"
+        rows.append(f"| `TANDEM_{name.upper()}` | `{default}` | {(field.description or '').replace('|', '/')} |")
+    return "\n".join(rows)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from chains.router_chain import RouterChain
-from chains.routers import RouterSource
+from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
 from chains.schema import ChatRequest
 from chains.turn import Turn
@@ -22,12 +22,22 @@ from core.settings import get_settings
 from knowledge.base import KnowledgeBase
 
 
-def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[str] | None = None) -> RouterChain:
-    """A chain over `kb` with the cache off; the texts given are embedded up front, in batches."""
+def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[str] | None = None,
+                live: bool = False) -> RouterChain:
+    """A chain over `kb` with the cache off; the texts given are embedded up front, in batches.
+
+    The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
+    configured database (what the running app uses)."""
     encoder = kb.encoder
     known = dict(zip(texts, encoder.encode_queries(texts, batch_size=64))) if texts else {}
     settings = get_settings()
-    router = RouterSource(settings.home, router_name or settings.router).current()  # the live (promoted) router
+    name = router_name or settings.router
+    if live:
+        from storage.db import open_database
+
+        router = RouterSource(open_database(settings.db_url).init(), name).current()
+    else:
+        router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
                        else encoder.encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
                        db=None, run_tools=False)
@@ -73,7 +83,7 @@ def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, st
         thresholds = thresholds.model_copy(update={"route_threshold": tau})
     kb = throwaway_kb(load_encoder(), kb_csv, questions_csv)
     texts = [" ".join((row.get("query") or "").split()) for row in rows]
-    chain = batch_chain(kb, router_name, [t for t in texts if t])
+    chain = batch_chain(kb, router_name, [t for t in texts if t], live=True)
     for index, row in enumerate(rows):
         yield route_record(chain, row.get("query") or "", thresholds, row.get("query_id") or str(index))
 

@@ -8,13 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from chains.routers import combined, learned, similarity  # noqa: F401  (importing registers the classes)
-from chains.routers.artifacts import SHIPPED_ARTIFACT, active_path, read_artifact
+from chains.routers import combined, evidence, learned, similarity  # noqa: F401  (importing registers them)
+from chains.routers.artifacts import SHIPPED_ARTIFACT, LiveArtifact, live, live_version, read_artifact
 from chains.routers.base import ROUTER_CLS, Router
 from core.errors import TandemError
+from storage.db import Database
 
-DEFAULT_ROUTER = "combined"
-RELOAD_CHECK_S = 5.0
+DEFAULT_ROUTER = "evidence"
+RELOAD_CHECK_S = 2.0  # promotions reach every replica within this (target: 3 s)
 
 
 def build_router(name: str, params: dict[str, Any]) -> Router:
@@ -24,18 +25,19 @@ def build_router(name: str, params: dict[str, Any]) -> Router:
 
 
 class RouterSource:
-    """This process's router, rebuilt within seconds when an operator promotes another artifact (no restart).
+    """This process's router, rebuilt within seconds when an operator promotes another one in any process that
+    shares the database (no restart).
 
-    Nothing here stops answers: an unknown router name or a broken artifact falls back to the shipped
-    ``combined`` router, and ``problem`` says why (``/healthz`` and ``tandem doctor`` show it).
+    Nothing here stops answers: an unknown router name, an unreadable store or a promoted router that does not
+    build falls back to the shipped router, and ``problem`` says why (``/healthz`` and ``tandem doctor`` show it).
     """
 
-    def __init__(self, home: Path, name: str = DEFAULT_ROUTER, check_s: float = RELOAD_CHECK_S,
+    def __init__(self, db: Database, name: str = DEFAULT_ROUTER, check_s: float = RELOAD_CHECK_S,
                  clock: Callable[[], float] = time.monotonic):
-        self.home, self.name, self.check_s, self._clock = home, name, check_s, clock
+        self.db, self.name, self.check_s, self._clock = db, name, check_s, clock
         self.problem = ""
+        self.version = -1
         self._lock = threading.Lock()
-        self._stamp: tuple[str, float] = ("", -1.0)
         self._checked = -1e9
         self._router = self._load()
 
@@ -45,31 +47,34 @@ class RouterSource:
             with self._lock:
                 if now - self._checked >= self.check_s:
                     self._checked = now
-                    if self._file_stamp() != self._stamp:
+                    try:
+                        changed = live_version(self.db) != self.version
+                    except Exception:  # the database is away: keep routing with what we have
+                        changed = False
+                    if changed:
                         self._router = self._load()
         return self._router
 
-    def _file_stamp(self) -> tuple[str, float]:
-        path = active_path(self.home)
-        try:
-            return str(path), path.stat().st_mtime
-        except OSError:
-            return str(path), -1.0
-
     def _load(self) -> Router:
-        self._stamp = self._file_stamp()
         problems = []
         name = self.name
         if name not in ROUTER_CLS:
             problems.append(f"unknown router '{name}' (TANDEM_ROUTER); using '{DEFAULT_ROUTER}'")
             name = DEFAULT_ROUTER
         try:
-            params = read_artifact(Path(self._stamp[0]))
-        except TandemError as exc:
-            problems.append(f"{exc}; using the shipped router")
-            params = read_artifact(SHIPPED_ARTIFACT)
+            artifact = live(self.db)
+        except Exception as exc:
+            problems.append(f"router store unreadable ({exc.__class__.__name__}); using the shipped router")
+            artifact = LiveArtifact(self.version, read_artifact(SHIPPED_ARTIFACT), "shipped")
+        self.version = artifact.version
+        try:
+            router = build_router(name, artifact.params)
+        except Exception as exc:
+            problems.append(f"promoted router v{artifact.version} is unusable ({exc.__class__.__name__}); using the "
+                            "shipped router. Fix: `tandem router rollback`")
+            router = build_router(name, read_artifact(SHIPPED_ARTIFACT))
         self.problem = "; ".join(problems)
-        return build_router(name, params)
+        return router
 
 
 def fixed_router(name: str | None = None, artifact: Path | None = None) -> Router:

@@ -1,30 +1,36 @@
-"""Where router parameters live: the artifact shipped in the repository, and the one an operator promoted.
+"""Where router parameters live: the artifact shipped in the repository, and the ones operators promoted.
 
-A promoted artifact sits under ``$TANDEM_HOME/router/`` and wins over the shipped one. Promotion writes the
-new file atomically and keeps the previous one, so a half-written file is never read and rollback is one step.
+Promoted routers are rows of the database (``router_artifacts``), so a promotion reaches every app replica that
+shares the database within seconds, and the history of what was live, who promoted it and why stays readable.
+A candidate from training is a JSON file until it is promoted; promotion refuses one that does not build.
 """
 
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlmodel import col, select
+
 from core.errors import TandemError
+from storage.db import Database
+from storage.tables import RouterArtifact, utcnow
 
 SHIPPED_ARTIFACT = Path(__file__).resolve().parent.parent / "artifacts" / "router.json"
-ACTIVE_NAME = "router.json"
-PREVIOUS_NAME = "router.previous.json"
 
 
-def router_dir(home: Path) -> Path:
-    return home / "router"
+@dataclass(frozen=True)
+class LiveArtifact:
+    version: int            # 0: the shipped artifact
+    params: dict[str, Any]
+    source: str             # "shipped" or "promoted by <who> at <when>: <note>"
 
 
-def active_path(home: Path) -> Path:
-    promoted = router_dir(home) / ACTIVE_NAME
-    return promoted if promoted.is_file() else SHIPPED_ARTIFACT
+def candidate_path(home: Path) -> Path:
+    """Where feedback retraining leaves its candidate for an operator to promote."""
+    return home / "router" / "candidate.json"
 
 
 def read_artifact(path: Path) -> dict[str, Any]:
@@ -32,40 +38,67 @@ def read_artifact(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise TandemError(f"router artifact {path} is missing. Fix: `tandem router train` or remove the promoted "
-                          "file to use the shipped one") from None
+        raise TandemError(f"router artifact {path} is missing. Fix: `tandem router train`, or retrain from "
+                          "feedback in the console") from None
     except (OSError, ValueError) as exc:
-        raise TandemError(f"router artifact {path} is unreadable ({exc.__class__.__name__}). Fix: `tandem router "
-                          f"rollback`, or delete it to use the shipped router") from None
+        raise TandemError(f"router artifact {path} is unreadable ({exc.__class__.__name__}). Fix: train it again"
+                          ) from None
     if not isinstance(data, dict):
-        raise TandemError(f"router artifact {path} is not a JSON object. Fix: `tandem router rollback`")
+        raise TandemError(f"router artifact {path} is not a JSON object")
     return data
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def live_version(db: Database) -> int:
+    """The id of the live promoted router, 0 when the shipped one is live (one indexed query)."""
+    with db.session() as session:
+        row = session.exec(select(RouterArtifact.id).where(col(RouterArtifact.retired).is_(False))
+                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+    return int(row or 0)
 
 
-def promote(home: Path, candidate: Path) -> Path:
-    """Make ``candidate`` the live router of every app using this TANDEM_HOME; the old one is kept for rollback."""
-    body = read_artifact(candidate)  # refuse a broken candidate before anything changes
-    live = router_dir(home) / ACTIVE_NAME
-    if live.is_file():
-        _write_atomically(router_dir(home) / PREVIOUS_NAME, live.read_text(encoding="utf-8"))
-    _write_atomically(live, json.dumps(body, indent=1))
-    return live
+def live(db: Database) -> LiveArtifact:
+    with db.session() as session:
+        row = session.exec(select(RouterArtifact).where(col(RouterArtifact.retired).is_(False))
+                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+    if row is None:
+        return LiveArtifact(0, read_artifact(SHIPPED_ARTIFACT), "shipped")
+    return LiveArtifact(int(row.id or 0), dict(row.params),
+                        f"promoted by {row.author} at {row.created_at:%Y-%m-%d %H:%M}: {row.note}".rstrip(": "))
 
 
-def rollback(home: Path) -> Path:
-    """Put the previously promoted router back (or the shipped one, when there was none)."""
-    previous = router_dir(home) / PREVIOUS_NAME
-    live = router_dir(home) / ACTIVE_NAME
-    if previous.is_file():
-        _write_atomically(live, previous.read_text(encoding="utf-8"))
-        previous.unlink()
-    elif live.is_file():
-        live.unlink()
-    return active_path(home)
+def history(db: Database, limit: int = 20) -> list[RouterArtifact]:
+    with db.session() as session:
+        return list(session.exec(select(RouterArtifact).order_by(col(RouterArtifact.id).desc()).limit(limit)))
+
+
+def promote(db: Database, candidate: Path | dict[str, Any], author: str, note: str = "",
+            router_name: str = "evidence") -> int:
+    """Make ``candidate`` live in every replica; returns its version. A candidate that does not build is refused
+    before anything changes."""
+    from chains.routers import build_router
+
+    params = read_artifact(candidate) if isinstance(candidate, Path) else dict(candidate)
+    try:
+        build_router(router_name, params)
+    except Exception as exc:
+        raise TandemError(f"the candidate router does not build ({exc.__class__.__name__}: {exc}); not promoted"
+                          ) from None
+    row = RouterArtifact(author=author or "unknown", note=note, params=params)
+    with db.session() as session:
+        session.add(row)
+        session.commit()
+        session.refresh(row)
+    return int(row.id or 0)
+
+
+def rollback(db: Database, author: str) -> LiveArtifact:
+    """Retire the live promoted router: the one promoted before it (or the shipped one) is live again."""
+    with db.session() as session:
+        row = session.exec(select(RouterArtifact).where(col(RouterArtifact.retired).is_(False))
+                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+        if row is None:
+            raise TandemError("nothing to roll back: the shipped router is live")
+        row.retired, row.retired_by, row.retired_at = True, author or "unknown", utcnow()
+        session.add(row)
+        session.commit()
+    return live(db)

@@ -6,10 +6,12 @@ A threshold tau on that probability then means what it says.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,6 +24,8 @@ class RouteContext:
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     history: Sequence[str] = ()
+    # Distance evidence from the knowledge base (knowledge.index.HybridIndex.evidence_of), when it gave some.
+    evidence: dict[str, float] = field(default_factory=dict)
 
     @property
     def kb_top(self) -> float:
@@ -42,10 +46,17 @@ class Router(ABC):
 
     def __init__(self, params: dict[str, Any]):
         self.params = params
+        # The same parameters give the same fingerprint in every replica: cached answers are keyed by it, so a
+        # promotion or rollback retires answers the previous router decided.
+        self.fingerprint = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
     @abstractmethod
     def score(self, query: str, context: RouteContext) -> float:
         """Calibrated probability in [0, 1] that the LLM tier is needed."""
+
+    def draft_quality(self, context: RouteContext, coverage: float) -> float | None:
+        """Probability that the knowledge base's top answer is the right one, if this router learned it."""
+        return None
 
 
 ROUTER_CLS: dict[str, type[Router]] = {}

@@ -75,6 +75,49 @@ def list_entries(search: Optional[str] = typer.Option(None, "--search", "-s", he
     typer.echo(f"{len(rows)} entries")
 
 
+@kb_cli.command("tune")
+def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base MiniLM (the tuned folder is kept)."),
+         progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
+    """Adapt the encoder to this knowledge base (contrastive fine-tuning on its own questions and answers).
+
+    The tuned encoder is written under $TANDEM_HOME/encoders and becomes the encoder of the KB, the cache and
+    the router of every process on this data directory (running apps follow within seconds). Tuning the same
+    KB content again reuses the folder. About 5 minutes for 5,000 questions on 2 CPU cores.
+    """
+    from chains.runtime import open_kb
+    from core.encoders import load_encoder, set_active_tuned_folder
+    from core.settings import ensure_home, get_settings
+    from offline.encoder_tuning import top1_agreement, tune_for_kb
+
+    settings = get_settings()
+    ensure_home(settings)
+    if reset:
+        set_active_tuned_folder(settings.home, None)
+        kb = open_kb(settings, load_encoder("minilm"))  # re-embeds with the base encoder
+        typer.echo(f"back to the base MiniLM; knowledge base version {kb.version}")
+        return
+    kb = _kb()
+    if not len(kb):
+        raise TandemError("the knowledge base is empty. Fix: `tandem kb ingest <files>` first")
+    folder = tune_for_kb(kb, settings.home, progress=progress, log=typer.echo)
+    questions, _ = kb.training_texts()
+    from core.encoders import export_dir
+    from offline.encoder_export import export_and_gate
+
+    pairs = [(q, label) for label, items in questions.items() for q in items][:3000]
+    export_and_gate(folder, export_dir(folder, settings.home), [q for q, _ in pairs], [a for _, a in pairs],
+                    log=typer.echo)
+    before = top1_agreement(load_encoder("minilm"), questions)
+    set_active_tuned_folder(settings.home, folder)
+    tuned = load_encoder(home=settings.home)
+    if tuned.problem:
+        raise TandemError(tuned.problem)
+    after = top1_agreement(tuned, questions)
+    kb = open_kb(settings, tuned)  # re-embeds every record with the tuned encoder, once
+    typer.echo(f"encoder {tuned.name} {tuned.version} is live ({folder}); nearest-question top-1 on the KB's own "
+               f"questions {before:.3f} -> {after:.3f}; knowledge base version {kb.version}")
+
+
 @kb_cli.command("version")
 def version() -> None:
     """The content hash of the knowledge base (changes on every change)."""

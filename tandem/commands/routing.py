@@ -76,46 +76,62 @@ def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers 
 
 
 @router_cli.command("train")
-def router_train(out: Path = typer.Option(None, help="Artifact path (default: chains/artifacts/router.json)")) -> None:
-    """Fit the learned router and the combined stacker on train/valid data; calibrate on validation."""
+def router_train(out: Path = typer.Option(None, help="Artifact path (default: chains/artifacts/router.json)"),
+                 only: list[str] = typer.Option(None, "--only", help="Rebuild only these validation groups of the "
+                                                "stored table, then refit (e.g. --only zh)."),
+                 tune: bool = typer.Option(True, help="Tune the encoder on each training KB (cached by content)."),
+                 refit: bool = typer.Option(False, help="Fit again on the stored table (seconds; no scoring).")
+                 ) -> None:
+    """Fit the evidence router, its draft-quality model and the product thresholds on train/valid data."""
     from chains.routers.artifacts import SHIPPED_ARTIFACT
-    from offline.router_training import train
+    from offline.router_training import GROUPS, train
 
-    metrics = train(out or SHIPPED_ARTIFACT, log=lambda line: typer.echo(line, err=True))
+    unknown = sorted(set(only or []) - set(GROUPS))
+    if unknown:
+        raise typer.BadParameter(f"unknown group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    metrics = train(out or SHIPPED_ARTIFACT, log=lambda line: typer.echo(line, err=True), tune=tune,
+                    only=[] if refit else (only or None))
     typer.echo(json.dumps(metrics, indent=1))
+
+
+def _database():
+    from chains.bootstrap import prepare_storage
+
+    return prepare_storage()
 
 
 @router_cli.command("info")
 def router_info() -> None:
-    """Which artifact is live, when it was trained, on what, and its validation metrics."""
-    from chains.routers.artifacts import active_path, read_artifact
-    from core.settings import get_settings
+    """Which router is live, when it was trained, on what, and its validation metrics."""
+    from chains.routers.artifacts import live
 
-    path = active_path(get_settings().home)
-    artifact = read_artifact(path)
-    typer.echo(json.dumps({"path": str(path), "trained": artifact.get("trained"),
-                           "training_data": artifact.get("training_data"), "metrics": artifact.get("metrics")},
-                          indent=1))
+    artifact = live(_database())
+    typer.echo(json.dumps({"version": artifact.version, "source": artifact.source,
+                           "trained": artifact.params.get("trained"),
+                           "training_data": artifact.params.get("training_data"),
+                           "metrics": artifact.params.get("metrics")}, indent=1))
 
 
 @router_cli.command("promote")
 def router_promote(candidate: Path = typer.Argument(None, help="Artifact to make live (default: the last candidate "
-                                                               "from feedback retraining).")) -> None:
-    """Make a trained router live for every app on this TANDEM_HOME (within seconds, no restart)."""
-    from chains.routers.artifacts import promote, router_dir
+                                                               "from feedback retraining)."),
+                   who: str = typer.Option("cli", "--by", help="Who promotes (kept in the history)."),
+                   note: str = typer.Option("", help="Why.")) -> None:
+    """Make a trained router live in every app replica sharing the database (within seconds, no restart)."""
+    from chains.routers.artifacts import candidate_path, promote
     from core.settings import get_settings
 
-    home = get_settings().home
-    typer.echo(f"live: {promote(home, candidate or router_dir(home) / 'candidate.json')}")
+    path = candidate or candidate_path(get_settings().home)
+    typer.echo(f"live: router v{promote(_database(), path, who, note or f'promoted from {path.name}')}")
 
 
 @router_cli.command("rollback")
-def router_rollback() -> None:
-    """Put the previously live router back."""
+def router_rollback(who: str = typer.Option("cli", "--by", help="Who rolls back.")) -> None:
+    """Retire the live router: the one promoted before it (or the shipped one) is live again."""
     from chains.routers.artifacts import rollback
-    from core.settings import get_settings
 
-    typer.echo(f"live: {rollback(get_settings().home)}")
+    restored = rollback(_database(), who)
+    typer.echo(f"live: router v{restored.version} ({restored.source})")
 
 
 def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to write the figures."),

@@ -47,3 +47,15 @@ def test_overload_bounds_agree_with_the_live_policy(monkeypatch):
         assert Thresholds.defaults(get_settings()).overload_enter == 0.05
     finally:
         reset_settings()
+
+
+def test_default_thresholds_are_the_ones_the_shipped_router_was_calibrated_for():
+    import json
+
+    from chains.routers.artifacts import SHIPPED_ARTIFACT
+    from core.settings import Settings
+
+    chosen = json.loads(SHIPPED_ARTIFACT.read_text())["evidence"]["thresholds"]
+    defaults = Settings.model_fields
+    assert defaults["route_threshold"].default == chosen["route_threshold"]
+    assert defaults["rewrite_threshold"].default == chosen["rewrite_threshold"]

@@ -1,0 +1,25 @@
+"""Knowledge bases for training and evaluation, built as the product builds them: a throwaway Chroma KB, then
+(unless asked not to) the encoder tuned on that KB's content, cached under ``$TANDEM_HOME/encoders``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from core.encoders import TransformerEncoder, load_encoder
+from core.settings import get_settings
+from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
+from offline.encoder_tuning import tune_for_kb
+
+
+def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool = True, id_column: str = "answer_id",
+             where: dict[str, str] | None = None, log: Callable[[str], None] = print,
+             progress: bool = False) -> ChromaKnowledgeBase:
+    """A throwaway KB from CSVs; with ``tune``, re-embedded by the encoder tuned on it (trained once per content)."""
+    base = load_encoder("minilm")
+    kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where)
+    if not tune:
+        return kb
+    folder = tune_for_kb(kb, get_settings().home, progress=progress, log=log)
+    tuned = TransformerEncoder(folder, "minilm-tuned")
+    return ChromaKnowledgeBase(tuned, path=kb.path, collection=kb.collection_name, params=kb.params)

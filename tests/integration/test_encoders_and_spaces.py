@@ -1,0 +1,100 @@
+"""Encoders behind one interface (MiniLM, its ONNX export, e5, micro-batching) and the knowledge base's language
+spaces: a Chinese message is searched with e5, an answer is given in the customer's language, evidence is given."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from core.encoders import BatchingEncoder, OnnxEncoder, TransformerEncoder, load_encoder
+from knowledge.chroma_kb import ChromaKnowledgeBase
+from knowledge.demo_kb import DEMO_FILES
+
+pytestmark = pytest.mark.slow
+
+
+def test_micro_batching_gives_the_same_vectors_in_fewer_passes(encoder):
+    batching = BatchingEncoder(encoder)
+    texts = [f"where is parcel number {i}, it is late" for i in range(24)]
+    vectors: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i: vectors.__setitem__(i, batching.encode_queries([texts[i]])[0]))
+               for i in range(len(texts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reference = encoder.encode_queries(texts)
+    assert max(float(np.abs(vectors[i] - reference[i]).max()) for i in range(len(texts))) < 1e-5
+    assert batching.messages == len(texts) and batching.passes < len(texts)
+    lone = BatchingEncoder(encoder)
+    lone.encode_queries(["just me"])
+    assert (lone.passes, lone.messages) == (1, 1)  # alone: one pass at once, nothing waited for
+
+
+def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
+    from core.models import model_path
+    from offline.encoder_export import export_and_gate
+
+    folder = model_path("minilm")
+    texts = ["how do I track my order", "where is my parcel", "reset my password", "forgot my login",
+             "refund please", "money back for a broken kettle"] * 5
+    labels = ["track", "track", "password", "password", "refund", "refund"] * 5
+    record = export_and_gate(folder, tmp_path / "onnx", texts, labels, log=lambda line: None)
+    assert record["fp32_min_cosine"] > 0.9999 and record["chosen"] in ("onnx", "onnx-int8")
+    assert (record["chosen"] == "onnx-int8") == (record["int8_top1_agreement"] >= record["gate"])
+    exported = OnnxEncoder(tmp_path / "onnx", "minilm", "model.onnx", record["version"])
+    torch_vectors = TransformerEncoder(folder, "minilm").encode_queries(texts[:6])
+    assert float((exported.encode_queries(texts[:6]) * torch_vectors).sum(1).min()) > 0.9999
+
+
+def test_e5_prefixes_queries_and_passages_and_is_multilingual():
+    e5 = load_encoder("e5")
+    query = e5.encode_queries(["我的订单到哪了"])[0]
+    passages = e5.encode_passages(["怎么查询订单物流？", "忘记密码怎么办？", "How do I track my order?"])
+    assert passages.shape == (3, e5.dim) and np.isclose(np.linalg.norm(query), 1.0, atol=1e-3)
+    assert passages[0] @ query > passages[1] @ query and passages[2] @ query > passages[1] @ query
+    assert not np.allclose(e5.encode_queries(["订单"]), e5.encode_passages(["订单"]))  # the prefixes differ
+
+
+@pytest.fixture(scope="module")
+def bilingual_kb(encoder, tmp_path_factory):
+    kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("bilingual") / "chroma",
+                             language_encoders={"zh": load_encoder("e5")})
+    kb.ingest(DEMO_FILES, progress=False)
+    return kb
+
+
+@pytest.mark.parametrize("message, answer_id", [("我的包裹怎么还没到", "zh_order_not_received"),
+                                                ("我的 order 还没到，怎么查物流", "zh_track_order"),
+                                                ("退貨政策是什麼", "zh_return_policy")])
+def test_chinese_messages_search_the_e5_space(bilingual_kb, message, answer_id):
+    assert bilingual_kb.space_for(message) == "zh" and bilingual_kb.encoder_for(message).name == "e5"
+    evidence: dict[str, float] = {}
+    hits = bilingual_kb.search(message, k=3, evidence=evidence)
+    assert hits[0].answer_id == answer_id and hits[0].lang == "zh"
+    assert {"dense_top", "dense_z", "agreement", "dense_margin"} <= set(evidence)
+
+
+def test_answers_come_in_the_customers_language(bilingual_kb):
+    english = bilingual_kb.search("how do I track my order", k=1)[0]
+    assert english.answer_id == "track_order" and english.lang == "en"
+    assert bilingual_kb._in_language("track_order", "zh") == "zh_track_order"
+    assert bilingual_kb._in_language("zh_track_order", "en") == "track_order"
+
+
+def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder):
+    from core.models import model_path
+
+    kb = ChromaKnowledgeBase(encoder, path=tmp_path / "chroma")
+    kb.ingest(DEMO_FILES[:2], progress=False)
+
+    class Renamed(TransformerEncoder):  # the same weights under another version: as after `tandem kb tune`
+        pass
+
+    other = Renamed(model_path("minilm"), "other")
+    other.version = "retuned000"
+    reopened = ChromaKnowledgeBase(other, path=tmp_path / "chroma")
+    assert reopened.version.endswith("-retune") and reopened.version != kb.version
+    assert reopened.search("how do I track my order", k=1)[0].answer_id == "track_order"
