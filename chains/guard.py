@@ -8,6 +8,12 @@ from dataclasses import dataclass
 
 # Tab, newline and carriage return are ordinary typing; other C0/C1 controls are not.
 _ALLOWED_CONTROLS = {"\t", "\n", "\r"}
+# Full-width Latin letters and digits (typed with a Chinese input method: "ｏｒｄｅｒ １２３") become ASCII, and the
+# ideographic space a space; Chinese punctuation (，。？) stays as the customer typed it.
+_FULL_WIDTH = {code: code - 0xFEE0 for code in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B))}
+_FULL_WIDTH[0x3000] = 0x20
+NO_WORDS = ("I can only answer questions written in words: what can I help you with? "
+            "(For example: where is my order?) 请用文字告诉我您需要什么帮助，例如：我的订单到哪了？")
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ def check_input(text: str | None, max_chars: int) -> GuardResult:
         text = text.replace("\x00", "").replace("\ufffd", "")
     controls = sum(1 for ch in text if unicodedata.category(ch) == "Cc" and ch not in _ALLOWED_CONTROLS)
     cleaned = "".join(ch for ch in text if unicodedata.category(ch) != "Cc" or ch in _ALLOWED_CONTROLS)
-    cleaned = unicodedata.normalize("NFC", " ".join(cleaned.split()))
+    cleaned = unicodedata.normalize("NFC", " ".join(cleaned.translate(_FULL_WIDTH).split()))
     if not cleaned:
         return GuardResult("", "Please type a question, or attach a photo or a voice message.",
                            "empty" if not controls else "only control characters")
@@ -34,6 +40,9 @@ def check_input(text: str | None, max_chars: int) -> GuardResult:
     if controls > max(8, len(cleaned) // 4):
         return GuardResult("", "Your message contains unreadable characters. Please retype it as plain text.",
                            f"{controls} control characters")
+    if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
+        # only emoji, punctuation or symbols: nothing to search or to send to the LLM; ask in both languages
+        return GuardResult("", NO_WORDS, "no words")
     return GuardResult(cleaned)
 
 

@@ -15,10 +15,12 @@ def has_cjk(text: str) -> bool:
 
 
 def language_of(text: str) -> str:
-    """'zh' when the message is mainly Chinese (a Han character weighs as much as a short Latin word), else 'en'.
+    """'zh' when the message has Chinese words in it (two or more Han characters, or mostly Han), else 'en'.
 
-    Mixed messages such as "我的 order 还没到" count as Chinese: the customer chose Chinese for the sentence.
+    Mixed messages such as "我的 order 还没到" or "do you ship to 挪威？" count as Chinese: someone who types
+    Chinese words reads Chinese, and the hand-written Chinese set expects Chinese answers for them. One stray
+    character in a long English message (a brand name) does not switch the language.
     """
     han = len(_HAN.findall(text))
     latin = len(_LATIN.findall(text))
-    return "zh" if han and han * 4 >= latin else "en"
+    return "zh" if han >= 2 or (han and han * 4 >= latin) else "en"

@@ -7,7 +7,8 @@ from pathlib import Path
 from knowledge.base import KnowledgeBase
 
 DEMO_DIR = Path(__file__).resolve().parent / "demo"
-DEMO_FILES = (DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv")
+DEMO_FILES = (DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv", DEMO_DIR / "answers_zh.csv",
+              DEMO_DIR / "questions_zh.csv")
 
 
 def seed_demo_kb(kb: KnowledgeBase) -> str:

@@ -87,10 +87,14 @@ def test_unknown_header_and_missing_file_are_one_line_errors(tmp_path):
         parse_file(write(tmp_path / "x.pdf", "%PDF"))
 
 
-def test_demo_files_parse_cleanly():
-    files = [parse_file(DEMO / "answers.csv"), parse_file(DEMO / "questions.csv")]
+def test_demo_files_parse_cleanly_and_every_chinese_answer_translates_an_english_one():
+    files = [parse_file(DEMO / name) for name in ("answers.csv", "questions.csv", "answers_zh.csv",
+                                                  "questions_zh.csv")]
     answers, questions, bad = validate(files, known_answers={})
-    assert len(answers) == 62 and len(questions) == 316 and bad == []
+    assert bad == [] and len(answers) == 56 + 56 and len(questions) == 285 + 168
+    english = {a.answer_id for a in answers if a.lang == "en"}
+    chinese = [a for a in answers if a.lang == "zh"]
+    assert len(chinese) == 56 and {a.translation_of for a in chinese} == english
 
 
 def test_tokenizer_has_words_trigrams_and_cjk_bigrams():
