@@ -20,6 +20,9 @@ STAGE_LATENCY = get_or_create(Histogram, "tandem_stage_latency_seconds", "Latenc
 CACHE = get_or_create(Counter, "tandem_cache_lookups", "Cache lookups by result.", labelnames=["result"])
 FALLBACK = get_or_create(Counter, "tandem_fallback", "LLM failures answered by the small-tier fallback.")
 LOG_WRITE_FAILURES = get_or_create(Counter, "tandem_log_write_failures", "Request rows that could not be written.")
+CHECKED = get_or_create(Counter, "tandem_checked_answers", "LLM answers the answer check looked at.")
+CHECK_FINDINGS = get_or_create(Counter, "tandem_check_findings", "Answer-check findings by kind and action taken.",
+                               labelnames=["kind", "action"])
 
 
 def observe(response, turn) -> None:
@@ -30,3 +33,7 @@ def observe(response, turn) -> None:
         CACHE.labels(result="hit" if turn.cache_hit else "miss").inc()
     if response.fallback:
         FALLBACK.inc()
+    if any(step.get("stage") == "check" for step in turn.trace):
+        CHECKED.inc()
+        for finding in turn.findings:
+            CHECK_FINDINGS.labels(kind=finding["kind"], action=finding["action"]).inc()

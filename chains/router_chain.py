@@ -12,6 +12,7 @@ text through and act on the final Turn.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -19,6 +20,7 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
 from chains import tiers
 from chains.cache import ResponseCache
+from chains.check import CLAIM_KINDS, AnswerCheck, StreamChecker, sources_of
 from chains.features import message_features
 from chains.guard import check_input
 from chains.llm.base import LLM, LLMResult, LLMUnavailable
@@ -41,7 +43,9 @@ class RouterChain:
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True):
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
-        self.embed = embed or kb.encoder.encode_query
+        # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
+        # message's language; the query must be embedded by the one it will be searched with.
+        self.embed = embed or (lambda text: self.kb.encoder_for(text).encode_query(text))
         self.run_tools = run_tools and db is not None
         self.max_chars, self.top_k = max_chars, top_k
         stages = [self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate]
@@ -98,6 +102,9 @@ class RouterChain:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
         turn.kb_version = self.kb.version
+        turn.routing_version = (f"{self.router().fingerprint}."
+                                f"{self.rules.current_version() if self.rules is not None else '-'}")
+        turn.space = self.kb.space_for(turn.query)
         hit = None
         if self.cache is not None and not follow_up:
             with timed(turn, "cache"):
@@ -145,17 +152,19 @@ class RouterChain:
     def _score(self, turn: Turn) -> Turn:
         if turn.done:
             return turn
+        evidence: dict[str, float] = {}
         with timed(turn, "retrieve"):
-            turn.hits = self.kb.search(turn.query, k=self.top_k, vector=turn.vector)
+            turn.hits = self.kb.search(turn.query, k=self.top_k, vector=turn.vector, evidence=evidence)
         with timed(turn, "score"):
             router = self.router()
-            context = RouteContext(vector=turn.vector, hits=turn.hits,
-                                   history=[t["content"] for t in turn.history if t["role"] == "user"])
-            p_llm = router.score(turn.query, context)
-        turn.scores.update(p_llm=round(p_llm, 4), kb_top=round(context.kb_top, 4),
-                           kb_margin=round(context.kb_margin, 4))
-        turn.note("score", f"p_llm={p_llm:.3f}", router=router.name, kb_top=round(context.kb_top, 4),
-                  kb_margin=round(context.kb_margin, 4),
+            turn.context = RouteContext(vector=turn.vector, hits=turn.hits, evidence=evidence,
+                                        history=[t["content"] for t in turn.history if t["role"] == "user"])
+            p_llm = router.score(turn.query, turn.context)
+        turn.scores.update(p_llm=round(p_llm, 4), kb_top=round(turn.context.kb_top, 4),
+                           kb_margin=round(turn.context.kb_margin, 4),
+                           **{k: round(v, 4) for k, v in evidence.items()})
+        turn.note("score", f"p_llm={p_llm:.3f}", router=router.name, kb_top=round(turn.context.kb_top, 4),
+                  kb_margin=round(turn.context.kb_margin, 4), dense_z=round(evidence.get("dense_z", 0.0), 3),
                   top_answers=[h.answer_id for h in turn.hits])
         return turn
 
@@ -165,7 +174,9 @@ class RouterChain:
         tau = turn.thresholds.route_threshold
         p_llm = turn.scores["p_llm"]
         turn.draft = tiers.draft_answer(turn.text, turn.hits)
-        quality = tiers.draft_quality(turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
+        learned = self.router().draft_quality(turn.context, turn.draft.coverage) if turn.context else None
+        quality = learned if learned is not None else tiers.draft_quality(
+            turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
         turn.scores["draft_quality"] = round(quality, 4)
         mode = turn.request.mode
         if mode != "routed":  # the caller chose the tier (OpenAI models tandem-small / tandem-llm)
@@ -240,35 +251,82 @@ class RouterChain:
         return tiers.llm_messages(turn.text, turn.hits, turn.history, draft)
 
     def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+        """Generate, then check: the LLM's text goes out through the answer check (chains/check.py)."""
         for turn in turns:
-            assert self.llm is not None  # the load gate sends no turn here without an LLM
             yield turn.decided()
-            produced: list[str] = []
-            result: LLMResult | None = None
-            request = turn.request
-            try:
-                with timed(turn, "generate"):
-                    for item in self.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"),
-                                                cancel=turn.cancel, max_tokens=request.max_tokens,
-                                                temperature=request.temperature, user_id=request.user_id):
-                        if isinstance(item, LLMResult):
-                            result = item
-                        else:
-                            produced.append(item)
-                            yield item
-            except LLMUnavailable as exc:
-                if produced:  # the customer saw a partial answer: say plainly what follows
-                    yield CONNECTION_DROPPED
-                self.fall_back(turn, exc.reason)
-                yield turn.answer
-                yield turn
-                continue
-            if result is None:
-                self.fall_back(turn, "LLM stream ended without a result")
-                yield turn.answer
-            else:
-                self.finish_llm(turn, result)
+            yield from self._checked(turn, self._generate(turn))
+
+    def _generate(self, turn: Turn) -> Iterator[str | LLMResult]:
+        assert self.llm is not None  # the load gate sends no turn here without an LLM
+        request = turn.request
+        with timed(turn, "generate"):
+            yield from self.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"), cancel=turn.cancel,
+                                       max_tokens=request.max_tokens, temperature=request.temperature,
+                                       user_id=request.user_id)
+
+    def _checked(self, turn: Turn, generated: Iterator[str | LLMResult]) -> Iterator[str | Turn]:
+        """Pass the answer on through the check; apply the operator's policy to what it finds."""
+        check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
+                            turn.text, turn.thresholds.check_actions, tiers.SYSTEM_PROMPT)
+        stream = StreamChecker(check)
+        result: LLMResult | None = None
+        check_ms = 0.0
+        try:
+            for item in generated:
+                if isinstance(item, LLMResult):
+                    result = item
+                    continue
+                started = time.perf_counter()
+                shown = stream.feed(item)
+                check_ms += (time.perf_counter() - started) * 1000
+                if shown:
+                    yield shown
+                if stream.stopped:  # an escalating finding: stop generating what will not be shown
+                    turn.cancel.set()
+        except LLMUnavailable as exc:
+            if stream.shown_text:  # the customer saw a partial answer: say plainly what follows
+                yield CONNECTION_DROPPED
+            self.fall_back(turn, exc.reason)
+            yield turn.answer
             yield turn
+            return
+        if result is None:
+            self.fall_back(turn, "LLM stream ended without a result")
+            yield turn.answer
+            yield turn
+            return
+        started = time.perf_counter()
+        rest = stream.close()
+        cancelled_by_check = stream.stopped and result.cancelled
+        verdict = check.finish(stream.raw_text if cancelled_by_check else result.text,
+                               "stop" if cancelled_by_check else result.finish_reason)
+        findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
+        check_ms += (time.perf_counter() - started) * 1000
+        turn.latency_ms["check"] = round(check_ms, 3)
+        if rest:
+            yield rest
+        self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
+        turn.findings = [f.as_dict() for f in findings]
+        escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff
+        if escalate:
+            handoff = verdict.handoff or any(f.action == "handoff" for f in findings)
+            replacement = tiers.HANDOFF_NOTICE if handoff else f"{tiers.UNCONFIRMED_NOTICE}\n\n{self._draft(turn).text}"
+            shown = stream.shown_text if stream.shown_text.strip() else ""
+            turn.answer = f"{shown}\n\n{replacement}" if shown else replacement  # exactly what was on screen
+            turn.handoff = handoff
+            turn.sources = self._draft(turn).sources
+            yield ("\n\n" if shown else "") + replacement
+        elif turn.cancelled:
+            turn.answer = stream.shown_text.strip()  # what the customer saw before pressing Stop
+        elif findings:
+            turn.answer = _cleaned(stream.shown_text, verdict.text, findings)
+        decision = (f"{len(findings)} finding(s): " + ", ".join(f"{f.kind}->{f.action}" for f in findings)
+                    if findings else "no unsupported claim")
+        turn.note("check", decision, findings=turn.findings, escalated=escalate)
+        yield turn
+
+    def _draft(self, turn: Turn) -> tiers.Draft:
+        return turn.draft or tiers.draft_answer(turn.text, turn.hits)
 
     def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
@@ -307,4 +365,11 @@ class RouterChain:
     def _cacheable(self, turn: Turn) -> bool:
         return (self.cache is not None and turn.route in CACHEABLE_ROUTES and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
-                and turn.query == turn.text and bool(turn.answer))
+                # an answer the check had to change is not repeated to the next customer: it is generated anew
+                and not turn.findings and turn.query == turn.text and bool(turn.answer))
+
+
+def _cleaned(shown: str, whole: str, findings: list) -> str:
+    """The answer to keep: the streamed text, or the whole checked answer when trimming or de-duplicating applied
+    (those fixes can only be made on the whole)."""
+    return whole if any(f.kind in ("truncated", "repeated") for f in findings) else shown.strip()

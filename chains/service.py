@@ -12,6 +12,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 from sqlmodel import select
@@ -32,8 +33,10 @@ UNLIMITED_CHANNELS = ("cli", "batch")  # an operator's own CLI and batch runs ar
 
 class TandemService:
     def __init__(self, *, chain: RouterChain, db: Database, policy: LivePolicy | FixedPolicy, limiter: RateLimiter,
-                 mask_pii: bool = True):
+                 mask_pii: bool = True, clock: Callable[[], datetime] = utcnow):
         self.chain = chain
+        # Row timestamps come from here: the wall clock, or a simulated one when tests replay hours of traffic.
+        self.clock = clock
         self.db = db
         self.policy = policy
         self.limiter = limiter
@@ -140,10 +143,11 @@ class TandemService:
         scrub = self.scrub
         said = turn.text or request.message or ""
         row = RequestLog(
-            id=response.request_id, session_id=request.session_id, user_id=request.user_id,
+            id=response.request_id, created_at=self.clock(), session_id=request.session_id, user_id=request.user_id,
             channel=request.channel, modality=request.modality, text=scrub(said)[:20000],
             answer=scrub(response.answer)[:20000], route=response.route, degraded=turn.degraded,
-            fallback=turn.fallback, cache_hit=turn.cache_hit, cancelled=turn.cancelled, scores=turn.scores,
+            fallback=turn.fallback, cache_hit=turn.cache_hit, cancelled=turn.cancelled, findings=turn.findings,
+            scores=turn.scores,
             reasons=turn.reasons, trace=_scrub_trace(turn.trace, scrub), latency_ms=response.latency_ms,
             total_ms=response.latency_ms.get("total", 0.0), sources=turn.sources, model=turn.model,
             prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
@@ -155,6 +159,10 @@ class TandemService:
             ChatMessage(session_id=request.session_id, role="assistant", content=scrub(response.answer),
                         request_id=row.id),
         ]
+        if turn.handoff:  # the answer check handed the conversation over: it lands in the console's queue
+            extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
+                                 note="answer check: " + ", ".join(f"{f['kind']} ({f['value'][:40]})"
+                                                                   for f in turn.findings)[:2000]))
         with self._log_lock:
             self._backlog.append((row, extra))
             self._flush()
@@ -195,7 +203,7 @@ class TandemService:
 
     def feedback(self, request_id: str, rating: int, comment: str = "", user_id: str = "") -> None:
         with self.db.session() as session:
-            session.add(Feedback(request_id=request_id, rating=1 if rating > 0 else -1,
+            session.add(Feedback(request_id=request_id, rating=1 if rating > 0 else -1, created_at=self.clock(),
                                  comment=self.scrub(comment)[:2000], user_id=user_id))
             session.commit()
 
@@ -219,7 +227,7 @@ class TandemService:
 
 def _fresh(item: Any) -> Any:
     """A new, unattached copy of a row; a message's autoincrement id is left for the database to assign."""
-    values = item.model_dump(exclude={"id"} if isinstance(item, ChatMessage) else set())
+    values = item.model_dump(exclude={"id"} if isinstance(item, (ChatMessage, Handoff)) else set())
     return type(item).model_validate(values)
 
 

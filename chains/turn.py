@@ -34,6 +34,7 @@ class Turn:
     plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
     answer: str = ""
     draft: Any = None                    # chains.tiers.Draft once the threshold stage made one
+    context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
@@ -44,7 +45,11 @@ class Turn:
     fallback: bool = False
     cache_hit: bool = False
     cancelled: bool = False
+    handoff: bool = False                # the answer check handed the conversation to a human
+    findings: list[dict[str, str]] = field(default_factory=list)  # what the answer check found, and did
     kb_version: str = ""
+    routing_version: str = ""  # router fingerprint and rules version: what decided the cached answers
+    space: str = ""                      # the KB vector space of the message ("" primary, "zh" ...)
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -57,10 +62,11 @@ class Turn:
 
     @property
     def cache_key(self) -> str:
-        """Cached answers belong to one KB version and one routing policy: a change to either retires them.
-        A forced tier (``mode``) keeps answers of its own."""
+        """Cached answers belong to one KB version, one set of thresholds, one router and one rule book: a change
+        to any of them retires them. A forced tier (``mode``) keeps answers of its own."""
         mode = self.request.mode
-        return f"{self.kb_version}:{self.thresholds.version}" + ("" if mode == "routed" else f":{mode}")
+        return (f"{self.kb_version}:{self.thresholds.version}:{self.routing_version}:{self.space}"
+                + ("" if mode == "routed" else f":{mode}"))
 
     def decided(self) -> Decided:
         route = self.route if self.done else ("small" if self.plan == "small" else "llm")

@@ -8,9 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from core.settings import Settings, get_settings
+
+# The answer check's finding kinds and what an operator may have done about each (chains/check.py explains them).
+CHECK_KINDS = ("url", "email", "phone", "amount", "percent", "duration", "order", "truncated", "repeated", "language",
+               "empty", "prompt_echo")
+CHECK_ACTIONS = ("remove", "draft", "handoff")
+# Links and contact details are removed (a neutral phrase stands in); an invented price, rate or delay is worse
+# than no answer, so the customer gets the help center's own answer instead.
+DEFAULT_CHECK_ACTIONS = {"url": "remove", "email": "remove", "phone": "remove", "order": "remove", "amount": "draft",
+                         "percent": "draft", "duration": "draft", "truncated": "remove", "repeated": "remove",
+                         "language": "draft", "empty": "draft", "prompt_echo": "draft"}
+
+
+DEFAULT_AUTOTUNE = {"enabled": False, "objective": "llm_share", "target": 0.3, "window_min": 30, "step": 0.05,
+                    "min_requests": 100}
+AUTOTUNE_OBJECTIVES = ("llm_share", "p95_ms", "cost_per_1k")
 
 
 class Thresholds(BaseModel):
@@ -24,7 +39,31 @@ class Thresholds(BaseModel):
     # LLM tiers as data (name, base_url, model, cost_per_1k_tokens, max_context, typical_latency_ms,
     # min_score); empty means the single endpoint from TANDEM_LLM_URL. See chains/llm/tiers.py.
     tiers: list[dict[str, Any]] = Field(default_factory=list)
+    # Automatic tuning (ops/tuner.py): off until an operator switches it on and states an objective.
+    autotune: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_AUTOTUNE))
+    # What the answer check does with each kind of finding: remove | draft | handoff.
+    check_actions: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_CHECK_ACTIONS))
     version: int = 0
+
+    @field_validator("autotune")
+    @classmethod
+    def _autotune(cls, value: dict[str, Any]) -> dict[str, Any]:
+        merged = {**DEFAULT_AUTOTUNE, **value}
+        if merged["objective"] not in AUTOTUNE_OBJECTIVES:
+            raise ValueError(f"autotune objective must be one of {', '.join(AUTOTUNE_OBJECTIVES)}")
+        if not 0 < float(merged["step"]) <= 0.2 or int(merged["window_min"]) < 5 or float(merged["target"]) < 0:
+            raise ValueError("autotune: step in (0, 0.2], window_min >= 5, target >= 0")
+        return merged
+
+    @field_validator("check_actions")
+    @classmethod
+    def _known_actions(cls, value: dict[str, str]) -> dict[str, str]:
+        for kind, action in value.items():
+            if kind not in CHECK_KINDS:
+                raise ValueError(f"unknown check kind {kind!r}; known: {', '.join(CHECK_KINDS)}")
+            if action not in CHECK_ACTIONS:
+                raise ValueError(f"check action for {kind} must be one of {', '.join(CHECK_ACTIONS)}, got {action!r}")
+        return {**DEFAULT_CHECK_ACTIONS, **value}
 
     @model_validator(mode="after")
     def _hysteresis(self) -> Thresholds:

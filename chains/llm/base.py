@@ -46,10 +46,10 @@ class LLM(ABC):
         ``user_id`` lets the engine serve a VIP before queued requests (where it schedules by priority).
         """
 
-    def complete(self, messages: list[dict], *, max_tokens: int | None = None,
-                 score: float | None = None) -> LLMResult:
+    def complete(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,
+                 temperature: float | None = None) -> LLMResult:
         result = None
-        for item in self.stream(messages, max_tokens=max_tokens, score=score):
+        for item in self.stream(messages, max_tokens=max_tokens, score=score, temperature=temperature):
             if isinstance(item, LLMResult):
                 result = item
         if result is None:  # stream() always ends with a result or raises; guard against a silent None

@@ -62,6 +62,9 @@ if not shown.empty:
         st.caption("No trace was logged for this request.")
     if row["reasons"]:
         st.markdown("**Reasons**: " + "; ".join(map(str, row["reasons"])))
+    if row["findings"]:
+        st.markdown("**Answer check**")
+        st.dataframe(pd.DataFrame(row["findings"]), hide_index=True)
     left, mid, right = st.columns(3)
     with left:
         st.markdown("**Scores**")

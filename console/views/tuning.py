@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 from pydantic import ValidationError
 
 from console import ui
-from core.policy import Thresholds
+from core.policy import CHECK_ACTIONS, CHECK_KINDS, Thresholds
 from storage import policy_store
+
+AUTOTUNE_AUTHOR = "autotune"  # ops.tuner.AUTHOR: automatic versions sit in the same history as manual ones
 
 FIELDS = {
     "route_threshold": ("Route threshold τ", "Send to the LLM when p_llm ≥ τ."),
@@ -17,6 +21,13 @@ FIELDS = {
     "overload_enter": ("Overload enter", "LLM load at which answers degrade to the small tier."),
     "overload_exit": ("Overload exit", "LLM load at which degrading stops (must be below enter)."),
 }
+
+
+CHECK_LABELS = {"url": "Unsupported link", "email": "Unsupported email", "phone": "Unsupported phone",
+                "amount": "Unsupported price/amount", "percent": "Unsupported percentage",
+                "duration": "Unsupported duration", "order": "Unknown order number", "truncated": "Cut off",
+                "repeated": "Repeated lines", "language": "Wrong language", "empty": "Empty reply",
+                "prompt_echo": "Repeats the system prompt"}
 
 
 def bounds(name: str) -> tuple[float, float]:
@@ -42,18 +53,28 @@ if FLASH_KEY in st.session_state:  # the outcome of the save or rollback that tr
     st.success(st.session_state.pop(FLASH_KEY))
 
 with st.form("tuning"):
-    values = {}
+    values: dict[str, Any] = {}
     cols = st.columns(len(FIELDS))
     for col, (name, (label, help_text)) in zip(cols, FIELDS.items()):
         low, high = bounds(name)
         values[name] = col.number_input(label, min_value=low, max_value=high, value=float(getattr(current, name)),
                                         step=0.01, format="%.3f", help=help_text, key=f"tune_{name}")
+    st.markdown("**Answer check**: what happens to an LLM answer with an unsupported claim or another problem "
+                "(remove the claim, answer with the help center's draft, or hand the conversation to a human).")
+    actions: dict[str, str] = {}
+    action_cols = st.columns(4)
+    for index, kind in enumerate(CHECK_KINDS):
+        actions[kind] = action_cols[index % 4].selectbox(
+            CHECK_LABELS.get(kind, kind), CHECK_ACTIONS, index=CHECK_ACTIONS.index(current.check_actions[kind]),
+            key=f"check_{kind}")
+    values["check_actions"] = actions
     reason = st.text_input("Why this change? (required)", key="tune_reason", max_chars=300)
     submitted = st.form_submit_button("Save new version", type="primary")
 if submitted:
     if not reason.strip():
         st.error("Say why you change the thresholds: the reason is kept in the history.")
-    elif all(abs(values[k] - float(getattr(current, k))) < 1e-9 for k in FIELDS):
+    elif (all(abs(values[k] - float(getattr(current, k))) < 1e-9 for k in FIELDS)
+          and values["check_actions"] == current.check_actions):
         st.warning("Nothing changed: the values equal the live version.")
     else:
         try:
@@ -69,7 +90,8 @@ rows = policy_store.history(ui.db(), limit=50)
 if not rows:
     st.caption("No versions yet: the defaults from settings are live.")
 else:
-    table = pd.DataFrame([{"version": r.version, "when": r.created_at, "who": r.author, "why": r.reason,
+    table = pd.DataFrame([{"version": r.version, "when": r.created_at, "who": r.author,
+                           "change": "automatic" if r.author == AUTOTUNE_AUTHOR else "manual", "why": r.reason,
                            **{k: r.values.get(k) for k in FIELDS}} for r in rows])
     st.dataframe(table, hide_index=True)
     st.caption("Roll back = save an older version's values as a new version.")

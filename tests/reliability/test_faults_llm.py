@@ -7,14 +7,11 @@ wait on a dead endpoint; and every message leaves exactly one request row.
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from chains.schema import ChatRequest
 from chains.tiers import FALLBACK_NOTICE
+from tests.fakes import FaultyOpenAIServer
 from tests.reliability.conftest import make_service, session_rows
 
 pytestmark = pytest.mark.slow
@@ -25,49 +22,6 @@ LLM_BOUND = ("Write me a short poem about my parcel that is late and the rain in
              "My grandmother wants to know if your mugs are microwave safe and how to stack them",
              "Explain in detail why my refund might take longer during holidays than other weeks",
              "I am planning a surprise party; which of your products make good gifts under 50 dollars?")
-
-
-class FaultyOpenAIServer:
-    """A FAKE OpenAI-compatible endpoint for faults a real server cannot be made to produce on demand.
-
-    ``mode="500"`` answers every `/v1/chat/completions` with HTTP 500 and a JSON error;
-    ``mode="malformed"`` answers 200 with a server-sent-event stream whose data is not JSON.
-    """
-
-    def __init__(self, mode: str):
-        self.mode = mode
-        self.hits = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server naming)
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                server.hits += 1
-                if server.mode == "500":
-                    body = json.dumps({"error": {"message": "CUDA out of memory", "type": "server_error"}}).encode()
-                    self.send_response(500)
-                    self.send_header("content-type", "application/json")
-                else:
-                    body = b'data: {"id": "x", "choices": [{"delta": {"content": "hel\n\ndata: {not json at all\n\n'
-                    self.send_response(200)
-                    self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> FaultyOpenAIServer:
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def _run_fault(settings, db, small_kb, url: str, timeout_s: float = 5.0) -> tuple[list, dict]:

@@ -1,0 +1,167 @@
+"""The answer check in the chain: unsupported links, prices and phones, truncation, repetition and the wrong language
+are caught and handled by the operator's policy, streamed and not. Invented claims come from a FAKE scripted
+OpenAI server (a real model cannot be made to invent on demand); false positives are measured on the real vLLM."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import pytest
+from sqlmodel import select
+
+from chains import tiers
+from chains.check import AnswerCheck, StreamChecker, claims, sources_of
+from chains.schema import ChatRequest, ChatResponse
+from storage.tables import Handoff, RequestLog
+from tests.conftest import make_runtime
+from tests.fakes import ScriptedOpenAIServer
+
+pytestmark = pytest.mark.slow
+
+SHIPPING = "how much does shipping cost"
+
+
+@pytest.fixture
+def scripted(settings, db, demo_kb):
+    with ScriptedOpenAIServer() as server:
+        runtime = make_runtime(settings.model_copy(update={"llm_url": server.url, "llm_model": "scripted",
+                                                           "llm_retries": 0}), db, demo_kb, use_llm=True)
+        runtime.policy.save({"route_threshold": 0.0}, "test", "every message to the LLM")
+        try:
+            yield server, runtime
+        finally:
+            runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "default")
+            runtime.close()
+
+
+def both_paths(runtime, text: str, session: str) -> tuple[ChatResponse, list[str], ChatResponse]:
+    """The same message streamed (pieces as shown) and answered whole."""
+    items = list(runtime.service.stream(ChatRequest(message=text, session_id=session + "-s", channel="api")))
+    streamed = items[-1]
+    pieces = [i for i in items if isinstance(i, str)]
+    whole = runtime.service.answer(ChatRequest(message=text, session_id=session + "-w", channel="api"))
+    return streamed, pieces, whole
+
+
+def row(runtime, request_id) -> RequestLog:
+    with runtime.db.session() as session:
+        return session.get(RequestLog, request_id)
+
+
+def test_an_invented_link_and_phone_are_removed_in_both_paths(scripted):
+    server, runtime = scripted
+    text = ("Standard shipping costs $4.90. See https://www.northwind-deals.com/shipping for offers. "
+            "Call 1-800-555-0199 for help.")
+    server.say(text).say(text)
+    streamed, pieces, whole = both_paths(runtime, SHIPPING, "link")
+    for response in (streamed, whole):
+        assert response.route == "llm"
+        assert "northwind-deals" not in response.answer and "555-0199" not in response.answer
+        assert "$4.90" in response.answer and "our website" in response.answer  # supported claim kept
+        logged = row(runtime, response.request_id)
+        kinds = {(f["kind"], f["action"]) for f in logged.findings}
+        assert kinds == {("url", "remove"), ("phone", "remove")}
+        assert any(step["stage"] == "check" for step in logged.trace)
+    assert len(pieces) > 1 and not any("northwind-deals" in p or "555-0199" in p for p in pieces)
+
+
+def test_an_invented_price_is_never_shown_and_the_draft_answers(scripted):
+    server, runtime = scripted
+    text = "Shipping is quick. Express shipping costs only $2.50 today! Anything else?"
+    server.say(text).say(text)
+    streamed, pieces, whole = both_paths(runtime, SHIPPING, "price")
+    assert not any("2.50" in p for p in pieces)  # never on screen, not even for a moment
+    for response in (streamed, whole):
+        assert "2.50" not in response.answer and tiers.UNCONFIRMED_NOTICE in response.answer
+        assert "$9.90" in response.answer  # the help center's own figure, from the draft
+        assert row(runtime, response.request_id).findings[0]["kind"] == "amount"
+    assert "".join(pieces).strip() == streamed.answer.strip()  # what was shown is what was logged
+
+
+def test_a_cut_off_and_repeating_answer_is_trimmed_and_deduplicated(scripted):
+    server, runtime = scripted
+    server.say("Standard shipping costs $4.90.\nStandard shipping costs $4.90.\nExpress costs $9.90 and it is", "length")
+    response = runtime.service.answer(ChatRequest(message=SHIPPING, channel="api"))
+    assert response.answer.count("$4.90") == 1 and not response.answer.endswith("it is")
+    assert {f["kind"] for f in row(runtime, response.request_id).findings} == {"truncated", "repeated"}
+
+
+def test_an_answer_in_the_wrong_language_is_replaced(scripted):
+    server, runtime = scripted
+    server.say("Shipping costs $4.90 in the EU.")
+    response = runtime.service.answer(ChatRequest(message="运费多少钱？", channel="api"))
+    assert tiers.UNCONFIRMED_NOTICE in response.answer
+    assert "language" in {f["kind"] for f in row(runtime, response.request_id).findings}
+
+
+def test_the_operators_policy_can_hand_off_instead(scripted):
+    server, runtime = scripted
+    actions = {**runtime.policy.current().check_actions, "amount": "handoff"}
+    runtime.policy.save({"check_actions": actions}, "test", "a human checks invented prices")
+    try:
+        server.say("Express shipping costs only $2.50 today.")
+        response = runtime.service.answer(ChatRequest(message=SHIPPING, session_id="handoff-1", channel="api"))
+    finally:
+        runtime.policy.save({"check_actions": {**actions, "amount": "draft"}}, "test", "back to the default")
+    assert response.answer.endswith(tiers.HANDOFF_NOTICE) and "2.50" not in response.answer
+    with runtime.db.session() as session:
+        handoffs = session.exec(select(Handoff).where(Handoff.session_id == "handoff-1")).all()
+    assert len(handoffs) == 1 and "amount" in handoffs[0].note
+
+
+def test_the_check_is_counted_in_prometheus(scripted):
+    from prometheus_client import REGISTRY
+
+    server, runtime = scripted
+    before = REGISTRY.get_sample_value("tandem_check_findings_total", {"kind": "email", "action": "remove"}) or 0
+    server.say("Write to deals@northwind-offers.com for a discount.")
+    runtime.service.answer(ChatRequest(message=SHIPPING, channel="api"))
+    after = REGISTRY.get_sample_value("tandem_check_findings_total", {"kind": "email", "action": "remove"})
+    assert after == before + 1
+
+
+def test_supported_claims_in_real_llm_answers_are_kept(llm_client, demo_kb):
+    """False positives on real vLLM answers: each rewrites one help-center answer, so its claims come from it."""
+    answers = [e["answer"] for e in demo_kb.entries() if claims(e["answer"]) and not e["answer_id"].startswith("zh_")]
+    prompts = [(answer, [{"role": "system", "content": "Rewrite the help-center text for a customer. Keep every "
+                          "number, link and email exactly as written."},
+                         {"role": "user", "content": answer}]) for answer in answers]
+    prompts = (prompts * 8)[:260]  # SmolLM2 keeps a claim in about 40 % of rewrites: enough calls for 100 claims
+    results: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def ask(chunk):
+        for context, messages in chunk:
+            text = llm_client.complete(messages, max_tokens=64, temperature=0.7).text
+            with lock:
+                results.append((context, text))
+
+    workers = [threading.Thread(target=ask, args=(prompts[i::4],)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(results) >= 100
+    supported = flagged = 0
+    for context, text in results:
+        check = AnswerCheck(sources_of([], "", "", []) + [context], "")
+        # an independent test of "comes from the context": the claim has numbers or addresses, and each appears in
+        # the context as written ("30%" is not supported by "30 days"; "two days" has nothing to compare: skipped)
+        for claim in claims(text):
+            tokens = [t.strip(".") for t in re.findall(r"[\w.@%-]+", claim.text.lower())
+                      if any(ch.isdigit() or ch in "@." for ch in t)]
+            if tokens and all(t in context.lower() for t in tokens):
+                supported += 1
+                flagged += claim in check.unsupported(text)
+    assert supported >= 100, supported
+    assert flagged / supported <= 0.02, (flagged, supported)
+
+
+def test_streaming_holds_back_only_what_may_be_a_claim():
+    check = AnswerCheck(["Returns are accepted within 30 days."], "can I return it")
+    stream = StreamChecker(check)
+    shown = [stream.feed(p) for p in ("You ", "can ", "return ", "it ", "within ", "30 ", "days. ", "Great ", "day ")]
+    assert shown[0] == "You " and shown[1] == "can "  # plain words pass at once
+    assert shown[5] == "" and "30 days." in shown[6]  # the sentence with a number waits for its end
+    assert "".join(shown) + stream.close() == "You can return it within 30 days. Great day "

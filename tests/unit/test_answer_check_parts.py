@@ -1,0 +1,63 @@
+"""The answer check's parts: which claims it sees, how values are compared, what the policy does."""
+
+from __future__ import annotations
+
+import pytest
+
+from chains.check import AnswerCheck, claims
+from chains.tiers import SYSTEM_PROMPT
+
+CONTEXT = ("Standard shipping takes 3-5 business days and costs $4.90, free over $50. Returns within 30 days. "
+           "Track order NW-104233 at northwind.example/track. Email support@northwind.example or call "
+           "+44 20 7946 0958. Students get 10% off.")
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("see https://www.example.com/a/b", "url"), ("visit northwind.example/track", "url"),
+    ("write to help@shop.example.com", "email"), ("call 1-800-555-0199", "phone"), ("it costs $4.90", "amount"),
+    ("it costs 4.90 USD", "amount"), ("运费4.90美元", "amount"), ("save 15%", "percent"),
+    ("within 48 hours", "duration"), ("3 to 5 business days", "duration"), ("5-10个工作日", "duration"),
+    ("order NW-123456", "order")])
+def test_each_kind_of_claim_is_found(text, kind):
+    assert [c.kind for c in claims(text)] == [kind]
+
+
+def test_values_compare_normalised_not_as_written():
+    check = AnswerCheck([CONTEXT], "how long does shipping take")
+    supported = ("It costs 4.90 USD and arrives in 3 to 5 business days; returns within thirty days. "
+                 "Track it at https://www.northwind.example/track or write to support@northwind.example. "
+                 "Call +44 (0)20 7946 0958. Students save 10 percent.")
+    assert check.unsupported(supported) == []
+    invented = "It costs $5.90, arrives in 2 days, see northwind-deals.com, call 0800 123 4567, order NW-999999."
+    assert {c.kind for c in check.unsupported(invented)} == {"amount", "duration", "url", "phone", "order"}
+
+
+def test_default_policy_removes_contacts_and_replaces_invented_figures():
+    check = AnswerCheck([CONTEXT], "question")
+    removed = check.clean("Visit https://northwind-gifts.com for vouchers.")
+    assert removed.text == "Visit our website for vouchers." and not removed.replace_with_draft
+    priced = check.clean("Express costs $2.50 today.")
+    assert priced.replace_with_draft and priced.findings[0].kind == "amount"
+
+
+def test_whole_answer_problems():
+    check = AnswerCheck([CONTEXT], "how much is shipping", system_prompt=SYSTEM_PROMPT)
+    cut = check.finish("Shipping costs $4.90. It is free over $50 when you", "length")
+    assert cut.text == "Shipping costs $4.90." and [f.kind for f in cut.findings] == ["truncated"]
+    repeated = check.finish("Shipping costs $4.90.\nShipping costs $4.90.\n[1] Shipping [1] Shipping")
+    assert repeated.text.count("$4.90") == 1 and repeated.text.count("[1] Shipping") == 1
+    assert check.finish("").replace_with_draft
+    assert check.finish("运费是4.90美元。").findings[0].kind == "language"
+    echo = check.finish(SYSTEM_PROMPT[:200])
+    assert echo.replace_with_draft and "prompt_echo" in {f.kind for f in echo.findings}
+
+
+def test_the_operator_policy_is_validated():
+    from core.policy import Thresholds
+
+    defaults = Thresholds.defaults()
+    assert defaults.check_actions["url"] == "remove" and defaults.check_actions["amount"] == "draft"
+    with pytest.raises(ValueError, match="must be one of"):
+        defaults.model_copy().model_validate({**defaults.model_dump(), "check_actions": {"url": "delete"}})
+    with pytest.raises(ValueError, match="unknown check kind"):
+        Thresholds.model_validate({**defaults.model_dump(), "check_actions": {"colour": "remove"}})
