@@ -65,6 +65,8 @@ PAGES = [
     st.Page("views/what_if.py", title="What-if replay", icon=":material/science:"),
     st.Page("views/knowledge_base.py", title="Knowledge base", icon=":material/menu_book:"),
     st.Page("views/router_training.py", title="Router", icon=":material/alt_route:"),
+    st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
+    st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
 ]
 page = st.navigation(PAGES)
 with st.sidebar:

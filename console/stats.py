@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from console.data import STAGES
+from ops.logframes import STAGES
 
 ROUTES = ("guard", "cache", "tool", "small", "llm")
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
@@ -100,3 +100,14 @@ def knowledge_gaps(frame: pd.DataFrame, kb_top_below: float) -> pd.DataFrame:
     escalated = frame["route"].isin(["llm"])
     mask = frame["route"].isin(["small", "llm"]) & ((no_sources & weak) | (escalated & weak))
     return frame.loc[mask, ["created_at", "text", "route", "kb_top"]].sort_values("kb_top")
+
+
+def check_summary(frame: pd.DataFrame) -> tuple[dict[str, int], pd.DataFrame]:
+    """How many LLM answers the answer check looked at and changed, and the findings by kind and action."""
+    if frame.empty or "checked" not in frame:
+        return {"checked": 0, "changed": 0}, pd.DataFrame(columns=["kind", "action", "findings"])
+    checked = frame[frame["checked"]]
+    rows = [(f["kind"], f["action"]) for findings in checked["findings"] for f in findings if isinstance(f, dict)]
+    table = (pd.DataFrame(rows, columns=["kind", "action"]).value_counts().rename("findings").reset_index()
+             if rows else pd.DataFrame(columns=["kind", "action", "findings"]))
+    return {"checked": int(len(checked)), "changed": int(sum(bool(f) for f in checked["findings"]))}, table

@@ -8,6 +8,7 @@ import streamlit as st
 from console import data
 from core.settings import get_settings
 from knowledge.base import KnowledgeBase
+from ops import logframes
 from storage.db import Database, open_database
 
 OPERATOR_KEY = "console_operator"
@@ -48,12 +49,12 @@ def time_range() -> str:
 # ttl=2 keeps every page current within the app's own settings refresh period.
 @st.cache_data(ttl=2, show_spinner=False)
 def _requests(db_url: str, range_label: str) -> pd.DataFrame:
-    return data.load_requests(open_database(db_url), since=data.since_for(range_label))
+    return logframes.load_requests(open_database(db_url), since=data.since_for(range_label))
 
 
 @st.cache_data(ttl=2, show_spinner=False)
 def _feedback(db_url: str, range_label: str) -> pd.DataFrame:
-    return data.load_feedback(open_database(db_url), since=data.since_for(range_label))
+    return logframes.load_feedback(open_database(db_url), since=data.since_for(range_label))
 
 
 def requests_frame() -> pd.DataFrame:

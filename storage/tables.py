@@ -39,6 +39,8 @@ class RequestLog(SQLModel, table=True):
     fallback: bool = False
     cache_hit: bool = False
     cancelled: bool = Field(default=False, description="the customer stopped it or the client went away mid-answer")
+    findings: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON),
+                                           description="what the answer check found in an LLM answer, and did")
     scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     trace: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))
@@ -134,3 +136,63 @@ class ConsoleLogin(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow, index=True)
     operator: str = ""
     ok: bool = False
+
+
+class RouterArtifact(SQLModel, table=True):
+    """A promoted router (its parameters); the newest one not retired is live in every replica. Rollback
+    retires the live one, so the one promoted before it is live again and the history stays readable."""
+
+    __tablename__ = "router_artifacts"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    author: str = ""
+    note: str = Field(default="", sa_column=Column(Text))
+    params: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    retired: bool = Field(default=False, index=True)
+    retired_by: str = ""
+    retired_at: Optional[datetime] = None
+
+
+class Alert(SQLModel, table=True):
+    """An anomaly the ops detector found in the request log (or an automatic action that went wrong)."""
+
+    __tablename__ = "alerts"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    series: str = Field(index=True, description="llm_share, fallback_rate, p95_ms_llm, ... or autotune")
+    state: str = Field(default="open", index=True, description="open | acknowledged | resolved")
+    direction: str = "up"
+    value: float = 0.0
+    baseline: float = 0.0
+    spread: float = 0.0
+    score: float = 0.0
+    message: str = Field(default="", sa_column=Column(Text))
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    acknowledged_by: str = ""
+    acknowledged_at: Optional[datetime] = None
+    resolved_at: Optional[datetime] = None
+    notified: bool = False
+
+
+class OpsLease(SQLModel, table=True):
+    """Which process runs the ops job now, so several app replicas do not all detect and tune at once."""
+
+    __tablename__ = "ops_lease"
+
+    name: str = Field(primary_key=True)
+    holder: str = ""
+    until: datetime = Field(default_factory=utcnow)
+
+
+class OpsEvent(SQLModel, table=True):
+    """What the ops job did and why: applied, kept, skipped, waiting, confirmed, rolled_back (the audit trail)."""
+
+    __tablename__ = "ops_events"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    kind: str = Field(index=True)
+    message: str = Field(default="", sa_column=Column(Text))
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
@@ -10,12 +11,18 @@ import streamlit as st
 
 from console import data, stats, ui
 from core.settings import get_settings
+from ops import alerts, logframes
 
 settings = get_settings()
 # LLM seconds and cache milliseconds share a chart: a symlog scale (bars still start at 0) with decade ticks.
 LOG_MS: dict[str, Any] = dict(scale=alt.Scale(type="symlog"), axis=alt.Axis(values=[0, 1, 10, 100, 1000, 10000],
                                                                           format=","))
 st.title("Overview")
+_open = alerts.open_alerts(ui.db())
+if _open:  # the banner: every open alert, linked to the page that acknowledges it
+    st.error(f"{len(_open)} open alert(s): " + "; ".join(a.message for a in _open[:3])
+             + (" …" if len(_open) > 3 else ""), icon=":material/notifications_active:")
+    st.page_link("views/alerts.py", label="Open the Alerts page")
 frame = ui.requests_frame()
 feedback = ui.feedback_frame()
 numbers = stats.summary(frame, feedback, settings.llm_price_per_1k_tokens)
@@ -74,13 +81,22 @@ else:
                              value_name="ms")
         st.altair_chart(
             alt.Chart(long).mark_bar().encode(
-                y=alt.Y("stage:N", sort=[*data.STAGES, "total"], title=None), yOffset="percentile:N",
+                y=alt.Y("stage:N", sort=[*logframes.STAGES, "total"], title=None), yOffset="percentile:N",
                 x=alt.X("ms:Q", title="ms (log)", **LOG_MS), color="percentile:N",
                 tooltip=["stage:N", "percentile:N", alt.Tooltip("ms:Q", format=",.1f"), "n:Q"]),
             width="stretch")
     with st.expander("Latency percentiles (table)"):
         st.dataframe(by_route.round(1), hide_index=True)
         st.dataframe(by_stage.round(1), hide_index=True)
+
+st.subheader("Answer check")
+summary, by_kind = stats.check_summary(frame)
+checks = st.columns(3)
+checks[0].metric("LLM answers checked", f"{summary['checked']:,}")
+checks[1].metric("Changed by the check", f"{summary['changed']:,}")
+checks[2].metric("Share changed", ui.format_pct(summary["changed"] / summary["checked"] if summary["checked"] else math.nan))
+if not by_kind.empty:
+    st.dataframe(by_kind, hide_index=True)
 
 st.subheader("LLM load and breaker")
 health = data.app_health(settings.host, settings.app_port)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from chains.routers.artifacts import promote, rollback
+from chains.routers.artifacts import history, live, rollback
 from console import ui
+from core.errors import TandemError
 from core.settings import get_settings
-from offline.router_training import retrain_from_feedback
+from offline.router_training import promote_if_not_worse, retrain_from_feedback
 from storage import policy_store
 
 st.title("Router")
@@ -52,13 +53,25 @@ if candidate is not None:
     st.dataframe(pd.DataFrame({"metric": list(flat), "value": [str(v) for v in flat.values()]}), hide_index=True)
     if st.button("Promote to live", key="router_promote"):
         try:
-            live = promote(home, path)
+            version = promote_if_not_worse(ui.db(), path, ui.operator())
         except Exception as exc:
             st.error(f"Promotion failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         else:
-            st.success(f"Promoted: {live}. Every app on this data directory switches within seconds. "
-                       f"Operator: {ui.operator()}")
+            st.success(f"Promoted as router v{version}: every app replica switches within seconds.")
             st.session_state.pop("router_candidate", None)
 
-if st.button("Roll back to the previous router", key="router_rollback"):
-    st.success(f"Live router: {rollback(home)}")
+st.subheader("Live router")
+current = live(ui.db())
+st.write(f"v{current.version}: {current.source} (trained {current.params.get('trained', '?')})")
+if st.button("Roll back to the previous router", key="router_rollback", disabled=current.version == 0):
+    try:
+        restored = rollback(ui.db(), ui.operator())
+    except TandemError as exc:
+        st.error(str(exc))
+    else:
+        st.success(f"Live router: v{restored.version} ({restored.source})")
+rows = history(ui.db())
+if rows:
+    st.dataframe(pd.DataFrame([{"version": r.id, "promoted": r.created_at, "by": r.author, "note": r.note,
+                                "retired": r.retired_at if r.retired else None, "retired by": r.retired_by}
+                               for r in rows]), hide_index=True)

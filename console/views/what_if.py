@@ -8,8 +8,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from console import replay, ui
+from console import ui
 from core.settings import get_settings
+from ops import replay
 from storage import policy_store
 
 settings = get_settings()

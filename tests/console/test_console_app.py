@@ -101,6 +101,10 @@ def test_overview_counts_the_chains_own_rows(signed_in, traffic):
     llm_share = sum(r.route == "llm" for r in rows) / len(rows)
     assert metrics["LLM share"] == f"{llm_share:.1%}"
     assert len(at.get("vega_lite_chart")) >= 4  # traffic, share, latency per route, per stage
+    # The LLM panel counts the answers the load gate degraded while the session's vLLM queue was full.
+    degraded, fallback = sum(r.degraded for r in rows), sum(r.fallback for r in rows)
+    assert degraded >= len([r for r in traffic.responses if r.degraded]) > 0
+    assert metrics["Degraded / fallback"] == f"{degraded} / {fallback}"
     # The chat app is not running in this test: the page says so instead of failing.
     assert any("not reachable" in w.value for w in at.warning)
 

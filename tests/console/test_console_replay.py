@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from console import replay
-from console.data import flatten_requests
+from ops import replay
+from ops.logframes import flatten_requests
 
 
 def _rows(n: int = 240, seed: int = 3) -> list[dict]:

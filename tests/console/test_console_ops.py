@@ -1,0 +1,56 @@
+"""The console's Alerts and Autopilot pages over the session's real traffic: an alert is shown on the Overview
+and acknowledged on its page; an automatic change is explained (what it saw, what it changed, how to undo it) and
+undone from the page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ops import alerts, tuner
+from ops.job import window_frame
+from storage import policy_store
+from storage.tables import utcnow
+
+
+def _texts(at) -> str:
+    return "\n".join(str(getattr(e, "value", "")) for e in [*at.markdown, *at.error, *at.caption, *at.success])
+
+
+def test_an_open_alert_shows_on_the_overview_and_is_acknowledged_on_the_alerts_page(signed_in, db):
+    alert = alerts.raise_alert(db, "fallback_rate", "fallback_rate rose to 0.4 (usual 0 ± 0.03; CUSUM 9.1)", utcnow())
+    try:
+        overview = signed_in.switch_page("views/overview.py").run()
+        assert any("open alert" in e.value and "fallback_rate rose" in e.value for e in overview.error)
+        page = overview.switch_page("views/alerts.py").run()
+        assert not page.exception and "fallback_rate rose" in _texts(page)
+        page.button(key=f"ack_{alert.id}").click().run()
+        assert not page.exception
+        stored = next(a for a in alerts.open_alerts(db) if a.id == alert.id)
+        assert stored.state == "acknowledged" and stored.acknowledged_by == "alice"
+    finally:
+        alerts.acknowledge(db, int(alert.id or 0), "test")
+        with db.session() as session:
+            row = session.get(type(alert), alert.id)
+            row.state = "resolved"
+            session.add(row)
+            session.commit()
+
+
+def test_an_automatic_change_is_explained_and_undone_from_the_autopilot_page(signed_in, db):
+    before = policy_store.current(db)
+    frame = window_frame(db, utcnow() - timedelta(days=1))
+    frame = frame.assign(created_at=frame["created_at"].dt.tz_localize("UTC"))
+    config = {**before.autotune, "enabled": True, "objective": "llm_share", "target": 0.0, "min_requests": 10,
+              "step": 0.2}  # the largest step: some logged message lies within it, so the tuner moves
+    event = tuner.tune(db, frame, utcnow(), config, alerts_open=False, price_per_1k=0.002)
+    assert event.kind == "applied", event.message
+    page = signed_in.switch_page("views/autopilot.py").run()
+    assert not page.exception
+    text = _texts(page)
+    assert "*Saw*" in text and "*Changed*" in text and f"roll back to version {before.version}" in text
+    page.button(key=f"undo_{event.id}").click().run()
+    assert not page.exception
+    restored = policy_store.current(db)
+    assert restored.route_threshold == before.route_threshold and restored.version > event.detail["version"]
+    history = policy_store.history(db, limit=3)
+    assert history[0].reason == f"rollback to version {before.version}" and history[1].author == tuner.AUTHOR

@@ -1,0 +1,324 @@
+"""The ops autopilot on a simulated clock: live minutes through the real service (real KB, real vLLM behind a
+fault-injecting proxy), history built from those real rows (tests/ops/traffic.py), the real ops job reading the
+real database.
+
+Incidents start at simulated minute 182 after three hours of history; the job runs at the end of every minute, so
+"within 2 minutes" means an alert by the pass at the end of minute 183.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+import pytest
+
+from ops import alerts, tuner
+from ops.detector import evaluate, minute_series
+from ops.job import run_once, window_frame
+from ops.logframes import load_feedback, load_requests
+from storage import policy_store
+from tests.conftest import fresh_db, make_runtime
+from tests.faults import DelayProxy
+from tests.ops.traffic import START, Messages, SimClock, clone_history, logged_rows, minute_end, serve_minute
+
+HISTORY_MIN = 180
+PER_MINUTE = 30
+INCIDENT = HISTORY_MIN + 2  # two ordinary live minutes first
+
+
+@pytest.fixture(scope="module")
+def ops_kb(encoder, tmp_path_factory):
+    """The demo KB in a Chroma store of this module's own (one test changes it and changes it back)."""
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+    from knowledge.demo_kb import DEMO_FILES
+
+    kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("ops-kb") / "chroma")
+    kb.ingest(DEMO_FILES, progress=False)
+    return kb
+
+
+@pytest.fixture(scope="module")
+def upstream(llm_server_process):
+    if not llm_server_process.alive():
+        llm_server_process.start(timeout=300)
+    url = urlparse(llm_server_process.url)
+    return url.hostname, url.port
+
+
+@pytest.fixture(scope="module")
+def warm(settings, ops_kb, upstream, tmp_path_factory):
+    """Four minutes of ordinary traffic through the real service: the rows history is drawn from, and a cache
+    that has seen the common questions (shared by every scenario, as one long-running app would have)."""
+    from chains.state import MemoryState
+
+    state = MemoryState()
+    proxy = DelayProxy(*upstream)
+    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url}), fresh_db(
+        tmp_path_factory.mktemp("ops-pool"), "pool"), ops_kb, use_llm=True, state=state)
+    clock = SimClock()
+    runtime.service.clock = clock
+    messages = Messages.load()
+    for minute in range(4):
+        serve_minute(runtime, clock, minute, messages.minute(PER_MINUTE))
+    pool = logged_rows(runtime.db)
+    runtime.close()
+    proxy.close()
+    routes = {row["route"] for row in pool}
+    assert {"small", "cache", "llm"} <= routes, routes
+    return {"pool": pool, "state": state, "messages": messages}
+
+
+class Receiver:
+    """A real local HTTP server standing in for the operator's alert webhook (Slack, PagerDuty ...)."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server naming)
+                receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def run_incident(settings, ops_kb, upstream, warm, tmp_path, start_incident, webhook: str = "",
+                 repeats_after=None):
+    """Three hours of history, two ordinary live minutes (no alert may open), then the incident for two minutes.
+    Returns the alerts the two passes after the incident opened."""
+    db = fresh_db(tmp_path, "ops")
+    clone_history(db, warm["pool"], 0, HISTORY_MIN, PER_MINUTE)
+    proxy = DelayProxy(*upstream)
+    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url}), db, ops_kb, use_llm=True,
+                           state=warm["state"])
+    clock = SimClock()
+    runtime.service.clock = clock
+    messages = warm["messages"]
+    try:
+        for minute in (HISTORY_MIN, HISTORY_MIN + 1):
+            serve_minute(runtime, clock, minute, messages.minute(PER_MINUTE))
+            report = run_once(db, minute_end(minute), webhook=webhook)
+            assert report.ran and not report.new_alerts, [a.message for a in report.new_alerts]
+            assert {s.status for s in report.states} == {"ok"}, [(s.name, s.status) for s in report.states]
+        start_incident(proxy)
+        opened = []
+        for minute in (INCIDENT, INCIDENT + 1):
+            repeats = repeats_after() if repeats_after else None
+            serve_minute(runtime, clock, minute, messages.minute(PER_MINUTE, repeats=repeats))
+            opened += run_once(db, minute_end(minute), webhook=webhook).new_alerts
+        return opened, db
+    finally:
+        runtime.close()
+        proxy.close()
+
+
+def test_llm_slowdown_opens_a_p95_llm_alert_within_2_minutes_and_reaches_the_webhook(
+        settings, ops_kb, upstream, warm, tmp_path):
+    receiver = Receiver()
+
+    def slow_down(proxy: DelayProxy) -> None:
+        proxy.delay_s = 3.0
+
+    try:
+        opened, db = run_incident(settings, ops_kb, upstream, warm, tmp_path, slow_down, webhook=receiver.url)
+    finally:
+        receiver.close()
+    assert "p95_ms_llm" in {a.series for a in opened}, [a.message for a in opened]
+    assert any(body["series"] == "p95_ms_llm" for body in receiver.bodies), receiver.bodies
+    stored = {a.series: a for a in alerts.open_alerts(db)}
+    assert stored["p95_ms_llm"].notified and stored["p95_ms_llm"].value > stored["p95_ms_llm"].baseline + 2500
+
+
+def test_llm_outage_opens_a_fallback_alert_within_2_minutes(settings, ops_kb, upstream, warm, tmp_path):
+    opened, _ = run_incident(settings, ops_kb, upstream, warm, tmp_path, lambda proxy: proxy.close())
+    assert "fallback_rate" in {a.series for a in opened}, [a.message for a in opened]
+
+
+def test_kb_change_that_retires_the_cache_opens_a_cache_hit_alert_within_2_minutes(
+        settings, ops_kb, upstream, warm, tmp_path):
+    from knowledge.ingest import AnswerRow
+
+    before = ops_kb.version
+    common = iter(list(warm["messages"].common))  # each repeat asked once after the change: none is re-cached
+
+    def change_kb(proxy: DelayProxy) -> None:
+        ops_kb.upsert_answers([AnswerRow(answer_id="ops_test_notice", title="Holiday hours",
+                                         answer="Our support team answers within 48 hours over the holidays.")])
+        assert ops_kb.version != before
+
+    try:
+        opened, _ = run_incident(settings, ops_kb, upstream, warm, tmp_path, change_kb,
+                                 repeats_after=lambda: common)
+    finally:
+        assert ops_kb.remove("ops_test_notice")
+    assert ops_kb.version == before  # the same content is the same version again (the cache is valid again)
+    assert "cache_hit_rate" in {a.series for a in opened}, [a.message for a in opened]
+
+
+def test_steady_traffic_raises_no_alert_over_24_simulated_hours(warm, tmp_path):
+    db = fresh_db(tmp_path, "steady")
+    day = 24 * 60
+    clone_history(db, warm["pool"], 0, HISTORY_MIN + day, PER_MINUTE, seed=23)
+    frame = load_requests(db)
+    frame = frame.assign(created_at=frame["created_at"].dt.tz_localize("UTC"))
+    series = minute_series(frame, load_feedback(db))
+    opened = []
+    for minute in range(HISTORY_MIN, HISTORY_MIN + day):
+        states = evaluate(series, minute_end(minute))
+        assert {s.status for s in states} == {"ok"}
+        opened += alerts.reconcile(db, states, minute_end(minute))
+    assert opened == [], [(a.created_at, a.message) for a in opened]
+
+
+def test_a_series_with_too_little_history_says_it_is_learning(warm, tmp_path):
+    db = fresh_db(tmp_path, "young")
+    clone_history(db, warm["pool"], 0, 30, PER_MINUTE)
+    report = run_once(db, minute_end(29))
+    assert report.ran and not report.new_alerts
+    assert {s.status for s in report.states} == {"learning"}
+    assert all(s.detail["needs_minutes"] == 60 for s in report.states)
+
+
+# --- automatic tuning ---------------------------------------------------------------------------------
+WINDOW = 5
+
+
+def drifted(messages: Messages) -> list[str]:
+    """40 messages, 45 % out of scope (twice the usual share), the same each window so windows compare."""
+    return messages.minute(40, oos_share=0.45, repeat_share=0.0)
+
+
+def serve_window(runtime, clock, window: int, batch: list[str]) -> None:
+    per = len(batch) // WINDOW
+    for i in range(WINDOW):
+        serve_minute(runtime, clock, window * WINDOW + i, batch[i * per:(i + 1) * per])
+
+
+def tuning_runtime(settings, ops_kb, upstream, db):
+    """No response cache here (TTL 0): each window asks the same messages, and all must be routed again."""
+    proxy = DelayProxy(*upstream)
+    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url, "cache_ttl_s": 0}), db, ops_kb,
+                           use_llm=True)
+    clock = SimClock()
+    runtime.service.clock = clock
+    return runtime, clock, proxy
+
+
+def reachable_target(db, start) -> tuple[float, float]:
+    """The objective for these tests: what two full steps (τ +0.10, rewrite -0.10) would give on window 0's
+    traffic. Returns (target, share now); the test data must make a real move necessary."""
+    frame = window_frame(db, start)
+    frame = frame.assign(created_at=frame["created_at"].dt.tz_localize("UTC"))
+    now = policy_store.current(db)
+    share_now = tuner.modelled(frame, now.route_threshold, now.rewrite_threshold, 0.002).llm_share
+    share_two_steps = tuner.modelled(frame, min(1.0, now.route_threshold + 0.10),
+                                     max(0.0, now.rewrite_threshold - 0.10), 0.002).llm_share
+    assert share_two_steps < share_now - 0.04, (share_now, share_two_steps)
+    return share_two_steps + 0.005, share_now
+
+
+def measured_share(db, window: int) -> float:
+    frame = window_frame(db, START + timedelta(minutes=window * WINDOW))
+    routed = frame[frame["p_llm"].notna() & (frame["route"] != "guard")]
+    end = START + timedelta(minutes=(window + 1) * WINDOW)
+    routed = routed[routed["created_at"].dt.tz_localize("UTC") < end]
+    return float((routed["route"] == "llm").mean())
+
+
+def enable_autotune(db, target: float) -> None:
+    policy_store.save(db, {"autotune": {"enabled": True, "objective": "llm_share", "target": target,
+                                        "window_min": WINDOW, "step": 0.05, "min_requests": 30}},
+                      "test", "switch the autopilot on")
+
+
+def test_drifted_traffic_makes_the_tuner_reach_an_llm_share_objective_within_3_windows(
+        settings, ops_kb, upstream, warm, tmp_path):
+    db = fresh_db(tmp_path, "drift")
+    runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
+    batch = drifted(warm["messages"])
+    tau0 = policy_store.current(db).route_threshold
+    try:
+        serve_window(runtime, clock, 0, batch)
+        target, share_before = reachable_target(db, START)
+        enable_autotune(db, target)
+        kinds = []
+        for window in range(1, 4):  # the pass at the end of window w-1, then window w is served at its thresholds
+            report = run_once(db, START + timedelta(minutes=window * WINDOW))
+            kinds.append(report.tuner_event.kind)
+            serve_window(runtime, clock, window, batch)
+        final = policy_store.current(db)
+        assert "applied" in kinds and "rolled_back" not in kinds, kinds
+        assert final.route_threshold > tau0
+        assert measured_share(db, 3) <= target, (share_before, target, measured_share(db, 3), kinds)
+        assert not alerts.open_alerts(db)
+        history = policy_store.history(db)
+        assert any(row.author == tuner.AUTHOR and row.evidence.get("objective") == "llm_share" for row in history)
+    finally:
+        runtime.close()
+        proxy.close()
+
+
+def test_a_change_that_makes_customers_unhappy_is_rolled_back_with_an_alert(
+        settings, ops_kb, upstream, warm, tmp_path):
+    db = fresh_db(tmp_path, "rollback")
+    runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
+    batch = drifted(warm["messages"])
+    before = policy_store.current(db)
+    try:
+        serve_window(runtime, clock, 0, batch)
+        target, _ = reachable_target(db, START)
+        enable_autotune(db, target)
+        applied = run_once(db, START + timedelta(minutes=WINDOW)).tuner_event
+        assert applied.kind == "applied", applied.message
+        assert policy_store.current(db).route_threshold > before.route_threshold
+        # the window after the change: customers rate the answers the small tier now gives them as bad
+        clock.at_minute(WINDOW)
+        for minute in range(WINDOW, 2 * WINDOW):
+            part = batch[(minute - WINDOW) * 8:(minute - WINDOW + 1) * 8]
+            for response in serve_minute(runtime, clock, minute, part):
+                if response.route == "small":
+                    runtime.service.feedback(response.request_id, -1, "not what I asked")
+        event = run_once(db, START + timedelta(minutes=2 * WINDOW)).tuner_event
+        assert event.kind == "rolled_back", event.message
+        assert "negative feedback" in event.message
+        restored = policy_store.current(db)
+        assert (restored.route_threshold, restored.rewrite_threshold) == (before.route_threshold,
+                                                                          before.rewrite_threshold)
+        assert [a.series for a in alerts.open_alerts(db)] == ["autotune"]
+        # an open alert stops further automatic changes until an operator acknowledges it
+        serve_window(runtime, clock, 2, batch)
+        held = run_once(db, START + timedelta(minutes=3 * WINDOW)).tuner_event
+        assert held.kind == "skipped" and "alert is open" in held.message
+    finally:
+        runtime.close()
+        proxy.close()
+
+
+def test_the_tuner_changes_nothing_with_too_little_traffic(settings, ops_kb, upstream, warm, tmp_path):
+    db = fresh_db(tmp_path, "quiet")
+    runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
+    tau = policy_store.current(db).route_threshold
+    try:
+        serve_window(runtime, clock, 0, drifted(warm["messages"])[:10])
+        enable_autotune(db, 0.05)
+        event = run_once(db, START + timedelta(minutes=WINDOW)).tuner_event
+        assert event.kind == "skipped" and "routed requests" in event.message
+        assert policy_store.current(db).route_threshold == tau
+    finally:
+        runtime.close()
+        proxy.close()
