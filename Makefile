@@ -63,6 +63,11 @@ doctor: setup
 demo: setup
 	$(TANDEM) demo
 
+# Several replicas on one machine: Redis, PostgreSQL, Chroma server, vLLM, REPLICAS apps behind nginx, console.
+REPLICAS ?= 2
+cluster: setup system-deps
+	REPLICAS=$(REPLICAS) $(TANDEM) cluster
+
 llm-server: setup
 	$(TANDEM) llm-server
 

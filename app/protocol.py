@@ -60,6 +60,26 @@ class FeedbackOut(BaseModel):
     request_id: str
 
 
+class KbAnswerIn(BaseModel):
+    answer_id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:-]+$")
+    answer: str = Field(min_length=1, max_length=20000)
+    title: str = Field("", max_length=300)
+    questions: list[str] = Field(default_factory=list, max_length=200,
+                                 description="Example questions customers ask for this answer.")
+
+
+class KbAnswersIn(BaseModel):
+    """Answers to add or replace (by answer_id) in the knowledge base every replica serves."""
+
+    answers: list[KbAnswerIn] = Field(min_length=1, max_length=1000)
+
+
+class KbAnswersOut(BaseModel):
+    answers: int
+    questions: int
+    kb_version: str
+
+
 class ErrorOut(BaseModel):
     """Every 4xx/5xx body. `request_id` is set when the message reached the chain (and was logged)."""
 

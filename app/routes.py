@@ -18,12 +18,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut
+from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
 from app.serving import stream_async
 from chains.metrics import get_or_create
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided
 from core.settings import Settings
+from knowledge.ingest import AnswerRow, QuestionRow
 
 router = APIRouter()
 
@@ -125,6 +126,32 @@ async def feedback(body: FeedbackIn, runtime: Runtime = Depends(runtime_of)) -> 
     await run_in_threadpool(runtime.service.feedback, body.request_id, body.rating, body.comment, body.user_id)
     API_RESPONSES.labels(endpoint="feedback", status="200").inc()
     return FeedbackOut(request_id=body.request_id)
+
+
+@router.post("/api/v1/kb/answers", response_model=KbAnswersOut, responses=ERROR_RESPONSES)
+async def kb_answers(body: KbAnswersIn, request: Request, runtime: Runtime = Depends(runtime_of)) -> KbAnswersOut:
+    """Add or replace answers (and their example questions) in the knowledge base. An operator's call: it needs
+    TANDEM_API_TOKEN set and sent. Every replica serves the change within seconds (they share the vector store)."""
+    token = settings_of(request).api_token
+    if not token:
+        raise ApiError(403, "knowledge-base writes over HTTP are off; set TANDEM_API_TOKEN and send it as "
+                            "'Authorization: Bearer <token>' (or use `tandem kb ingest`)", "kb")
+    if not bearer_ok(request, token):
+        raise ApiError(401, "missing or wrong API token; send the header 'Authorization: Bearer <token>'", "kb",
+                       headers={"WWW-Authenticate": "Bearer"})
+    rows = [AnswerRow(answer_id=a.answer_id, answer=a.answer, title=a.title, source="api", origin="api")
+            for a in body.answers]
+    questions = [QuestionRow(query=q, answer_id=a.answer_id, source="api") for a in body.answers
+                 for q in a.questions if q.strip()]
+
+    def write() -> None:
+        runtime.kb.upsert_answers(rows)
+        if questions:
+            runtime.kb.upsert_questions(questions)
+
+    await run_in_threadpool(write)
+    API_RESPONSES.labels(endpoint="kb", status="200").inc()
+    return KbAnswersOut(answers=len(rows), questions=len(questions), kb_version=runtime.kb.version)
 
 
 @router.api_route("/api/v1/chat", methods=["GET", "PUT", "PATCH", "DELETE"], include_in_schema=False)

@@ -139,10 +139,20 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        from ops.job import OpsLoop
+
         app.state.warm = await run_in_threadpool(start)
+        runtime = app.state.runtime
+        # The ops autopilot (alerts, automatic tuning) rides along in the app; a database lease keeps it to one
+        # process when several replicas run. TANDEM_OPS_EVERY_MIN=0 turns it off here (cron `tandem ops run`).
+        ops = OpsLoop(runtime.db, settings.ops_every_min, settings.alert_webhook,
+                      settings.llm_price_per_1k_tokens).start() if runtime is not None else None
+        app.state.ops = ops
         yield
-        if app.state.runtime is not None:
-            app.state.runtime.close()
+        if ops is not None:
+            ops.stop()
+        if runtime is not None:
+            runtime.close()
 
     app = FastAPI(title="Tandem chat API", lifespan=lifespan, docs_url="/api/docs", redoc_url=None,
                   openapi_url="/api/openapi.json",

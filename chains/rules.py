@@ -6,6 +6,7 @@ The order tool only shows an order to the user it belongs to; to anyone else the
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
@@ -49,12 +50,18 @@ class RuleBook:
     path: Path
     rules: list[Rule] = field(default_factory=list)
     problem: str = ""  # why the file on disk is not in use (the last good rules still are)
+    version: str = ""  # hash of the rules in use: cached answers are keyed by it, so an edit retires them
     _mtime: float = -1.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def match(self, text: str) -> Rule | None:
         self._reload_if_changed()
         return next((rule for rule in self.rules if rule.matches(text)), None)
+
+    def current_version(self) -> str:
+        """The version of the rules as on disk now (re-read first when the file changed)."""
+        self._reload_if_changed()
+        return self.version
 
     def _reload_if_changed(self) -> None:
         try:
@@ -66,7 +73,9 @@ class RuleBook:
         with self._lock:
             self._mtime = mtime
             try:
-                self.rules = parse_rules(self.path.read_text(encoding="utf-8"))
+                text = self.path.read_text(encoding="utf-8")
+                self.rules = parse_rules(text)
+                self.version = hashlib.sha1(text.encode()).hexdigest()[:8]
                 self.problem = ""
             except (OSError, ValueError, KeyError, TypeError, re.error, yaml.YAMLError) as exc:
                 # A typo in the file must not stop answers: keep the last good rules and say why.

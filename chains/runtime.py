@@ -20,7 +20,7 @@ from chains.routers import RouterSource
 from chains.rules import RuleBook
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
-from core.encoders import Encoder, load_encoder
+from core.encoders import BatchingEncoder, Encoder, load_encoder
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
 from storage.db import Database, open_database
@@ -44,9 +44,10 @@ class Runtime:
     def status(self) -> dict[str, Any]:
         """What /healthz and `tandem doctor` show about the serving parts (the service adds its log backlog)."""
         problems = list(self.problems)
-        problems += [p for p in (self.routers.problem, self.rules.problem) if p]
+        problems += [p for p in (self.routers.problem, self.rules.problem, getattr(self.state, "problem", "")) if p]
         return {"kb_version": self.kb.version, "kb_entries": len(self.kb), "encoder": self.encoder.describe(),
-                "router": self.routers.current().name, "state": self.state.status(),
+                "router": self.routers.current().name, "router_version": self.routers.version,
+                "settings_version": self.policy.current().version, "state": self.state.status(),
                 "cache_entries": self.state.cache_size(), "problems": problems,
                 "llm": self.llm.status() if self.llm is not None else None, **self.service.status()}
 
@@ -56,11 +57,33 @@ class Runtime:
 
 
 def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
-    """The knowledge base of the configured store (TANDEM_CHROMA_URL, else embedded under TANDEM_HOME)."""
+    """The knowledge base of the configured store (TANDEM_CHROMA_URL, else embedded under TANDEM_HOME), with a
+    Chinese vector space when TANDEM_ZH_ENCODER names one."""
     from knowledge.chroma_kb import ChromaKnowledgeBase
 
+    languages = {"zh": serving(load_encoder(settings.zh_encoder))} if settings.zh_encoder else {}
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
-                               url=settings.chroma_url, collection=settings.kb_collection)
+                               url=settings.chroma_url, collection=settings.kb_collection,
+                               encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home)),
+                               language_encoders=languages)
+
+
+def serving(encoder: Encoder) -> Encoder:
+    """The encoder as a serving process uses it: on torch, concurrent messages share forward passes (1 thread per
+    process, so a batch is the only way to use the pass well); ONNX Runtime already runs concurrent calls in
+    parallel, and batching them measured slower (`make bench`, encoder section)."""
+    if isinstance(encoder, BatchingEncoder) or encoder.backend != "torch":
+        return encoder
+    return BatchingEncoder(encoder)
+
+
+def open_state(settings: Settings) -> SharedState:
+    """What replicas share (cache, rate limits): Redis when TANDEM_REDIS_URL is set, else this process's memory."""
+    if settings.redis_url:
+        from chains.redis_state import RedisState
+
+        return RedisState(settings.redis_url)
+    return MemoryState()
 
 
 def build_runtime(settings: Settings | None = None, *, db: Database | None = None, encoder: Encoder | None = None,
@@ -71,15 +94,15 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
 
     settings = settings or get_settings()
     db = prepare_storage(settings, db or open_database(settings.db_url))
-    encoder = encoder or (kb.encoder if kb is not None else load_encoder(settings.encoder))
+    encoder = encoder or (kb.encoder if kb is not None else serving(load_encoder(settings.encoder, settings.home)))
     kb = kb if kb is not None else open_kb(settings, encoder)
-    state = state or MemoryState()
+    state = state or open_state(settings)
     policy = LivePolicy(db)
     if llm is None and use_llm:
         from chains.llm.client import LLMClient
 
         llm = LLMClient(settings, policy.current)
-    routers = RouterSource(settings.home, router or settings.router)
+    routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
     chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars)

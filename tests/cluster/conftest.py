@@ -1,0 +1,63 @@
+"""One loopback cluster per test session (tandem/cluster.py, what `make cluster` starts): Redis, PostgreSQL,
+Chroma's server, two app replicas behind nginx; the LLM is the session's real vLLM server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+TOKEN = "cluster-test-token"
+RATE_LIMIT = 10
+
+
+def two_free_ports() -> int:
+    """A port p with p and p + 1 free (the replicas take consecutive ports)."""
+    for _ in range(50):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
+@pytest.fixture(scope="session")
+def cluster(settings, llm_server_process):
+    from tandem.cluster import Cluster, ClusterPorts
+    from tandem.processes import free_port
+
+    # Not under pytest's tmp dir: that is private to root, and PostgreSQL runs as user postgres.
+    home = Path(tempfile.mkdtemp(prefix="tandem-cluster-"))
+    os.chmod(home, 0o755)
+    ports = ClusterPorts(balancer=free_port(), first_replica=two_free_ports(), console=free_port(),
+                         redis=free_port(), postgres=free_port(), chroma=free_port())
+    parts = Cluster(settings.model_copy(update={"home": home, "llm_url": llm_server_process.url}), replicas=2,
+                    ports=ports, with_console=False, log=lambda line: None,
+                    extra_env={"TANDEM_RATE_LIMIT_PER_MIN": str(RATE_LIMIT), "TANDEM_API_TOKEN": TOKEN,
+                               "TANDEM_OPS_EVERY_MIN": "0"})
+    parts.start()
+    yield parts
+    parts.stop()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def chat(url: str, message: str, user: str, session: str = "", timeout: float = 120) -> httpx.Response:
+    return httpx.post(f"{url}/api/v1/chat", json={"message": message, "user_id": user, "session_id": session or user},
+                      headers={"Authorization": f"Bearer {TOKEN}"}, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def cluster_db(cluster):
+    from storage.db import Database
+
+    return Database(cluster.database_url)
