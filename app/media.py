@@ -292,6 +292,11 @@ class MediaReader:
             except AttachmentError as exc:
                 out.errors.append(str(exc))
                 continue
+            except TandemError as exc:  # OCR or Whisper itself is not available: this file only, said plainly
+                what = "read images" if kind_of(path) == "image" else "listen to voice messages"
+                out.errors.append(f"I cannot {what} right now, so I could not use {Path(path).name}; please type "
+                                  f"your question instead. ({str(exc).splitlines()[0][:120]})")
+                continue
             out.texts.append(text)
             (out.read if kind == "image" else out.heard).append(text)
         return out

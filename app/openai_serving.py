@@ -183,9 +183,9 @@ class OpenAIServing:
         status = next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), None)
         if status is None:
             return None
-        headers = None
+        headers = _headers("guard", response.request_id, False)  # it reached the chain: its row is findable
         if status == 429:
-            headers = {"Retry-After": str(_retry_after_s(response.answer))}
+            headers["Retry-After"] = str(_retry_after_s(response.answer))
         return Refusal(status, response.answer, param="messages" if status == 400 else None, headers=headers)
 
 

@@ -104,6 +104,14 @@ def make_runtime(settings, db, kb, *, llm=None, use_llm=False, **parts):
     return build_runtime(settings, db=db, kb=kb, llm=llm, use_llm=use_llm, **parts)
 
 
+def fresh_db(folder: Path, name: str = "tandem"):
+    """A database of a test's own (SQLite in ``folder``), tables created and the policy seeded."""
+    from chains.bootstrap import prepare_storage
+    from storage.db import open_database
+
+    return prepare_storage(None, open_database(f"sqlite:///{folder / name}.db"))
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the installed `tandem` console script as a user would."""
     return subprocess.run([str(VENV_BIN / "tandem"), *args], capture_output=True, text=True, timeout=timeout,

@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from chains.schema import ChatRequest
 from storage.tables import RequestLog
-from tests.conftest import DEMO, make_runtime, run_cli
+from tests.conftest import DEMO, fresh_db, make_runtime, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -83,14 +83,14 @@ def test_order_tool_answers_only_the_owner(service):
     assert "[order]" in row(service, own.request_id).text  # order numbers are masked in the log
 
 
-def test_live_threshold_change_changes_the_decision_without_restart(runtime, service):
+def test_live_threshold_change_changes_the_decision_without_restart(runtime, service, settings):
     """The decision flips; the route itself (small -> llm) is tested with the live LLM in test_chain_llm.py."""
     query = "Do you ship to Canada, and what would customs cost for a sofa?"
     runtime.policy.save({"route_threshold": 0.99}, "test", "keep it small")
     before = ask(service, query, session="tau-a")
     runtime.policy.save({"route_threshold": 0.0}, "test", "send everything to the LLM")
     after = ask(service, query, session="tau-b")
-    runtime.policy.save({"route_threshold": 0.5}, "test", "back to default")
+    runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "back to default")
     threshold_before = next(s for s in before.trace if s["stage"] == "threshold")
     threshold_after = next(s for s in after.trace if s["stage"] == "threshold")
     assert threshold_before["decision"].startswith(("small", "rewrite"))
@@ -148,29 +148,35 @@ def test_router_registry_and_promotion_goes_live_without_restart(settings, db, d
     with pytest.raises(TandemError, match="unknown router"):
         build_router("no-such-router", params)
 
-    home = tmp_path / "home"
-    runtime = make_runtime(settings.model_copy(update={"home": home}), db, demo_kb)
-    runtime.routers.check_s = 0.0  # skip the 5 s poll interval
+    runtime = make_runtime(settings, fresh_db(tmp_path), demo_kb)
+    runtime.routers.check_s = 0.0  # skip the 2 s poll interval
     artifact = json.loads(SHIPPED_ARTIFACT.read_text())
-    artifact["combined"]["intercept"] = 50.0  # a candidate that sends everything to the LLM
+    artifact["evidence"]["route"]["intercept"] = 50.0  # a candidate that sends everything to the LLM
     candidate = tmp_path / "candidate.json"
     candidate.write_text(json.dumps(artifact))
-    promote(home, candidate)
+    version = promote(runtime.db, candidate, "test", "everything to the LLM")
     response = ask(runtime.service, "How long does standard shipping take to arrive?", session="promo")
-    assert response.scores["p_llm"] > 0.99
-    rollback(home)
+    assert response.scores["p_llm"] > 0.99 and runtime.routers.version == version
+    restored = rollback(runtime.db, "test")
+    assert restored.version == 0 and restored.source == "shipped"
     assert ask(runtime.service, "how many days is standard delivery", session="promo2").scores["p_llm"] < 0.5
+    with pytest.raises(TandemError, match="does not build"):
+        promote(runtime.db, {"evidence": {"route": {"mean": [0.0]}}}, "test")
 
 
-def test_a_corrupt_promoted_router_still_answers_logs_and_is_reported(settings, db, demo_kb, tmp_path):
-    """Bug: a corrupt promoted router.json (or a settings error) gave HTTP 500 and no request row."""
-    home = tmp_path / "home"
-    (home / "router").mkdir(parents=True)
-    (home / "router" / "router.json").write_text('{"combined": ')  # half-written, as a crash would leave it
-    runtime = make_runtime(settings.model_copy(update={"home": home}), db, demo_kb)
+def test_a_corrupt_promoted_router_still_answers_logs_and_is_reported(settings, demo_kb, tmp_path):
+    """Bug: a corrupt promoted router (or a settings error) gave HTTP 500 and no request row."""
+    from storage.tables import RouterArtifact
+
+    database = fresh_db(tmp_path)
+    with database.session() as session:  # a row no promotion would write (promote() refuses it): bad params
+        session.add(RouterArtifact(author="disk", params={"evidence": {"route": {"mean": "not numbers"}}}))
+        session.commit()
+    runtime = make_runtime(settings, database, demo_kb)
     response = ask(runtime.service, "how do I reset my password")
     assert response.route == "small" and row(runtime.service, response.request_id) is not None
-    assert "unreadable" in runtime.status()["problems"][0] and "rollback" in runtime.status()["problems"][0]
+    problem = runtime.status()["problems"][0]
+    assert "unusable" in problem and "rollback" in problem
 
 
 def test_a_broken_policy_read_is_answered_and_logged(settings, db, demo_kb):
@@ -197,6 +203,6 @@ def test_a_small_rule_is_honoured(settings, db, demo_kb, tmp_path):
         kept = ask(runtime.service, "is there a warranty on the speaker, and can you compare it with others?")
         other = ask(runtime.service, "compare your speakers with the ones from other shops please")
     finally:
-        runtime.policy.save({"route_threshold": 0.5}, "test", "back to default")
+        runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "back to default")
     assert "small (rule)" in " ".join(kept.reasons)
     assert not any("(rule)" in r for r in other.reasons)

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.slow
 def runtime(llm_settings, db, demo_kb):
     runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1"}), db, demo_kb, use_llm=True)
     yield runtime
-    runtime.policy.save({"route_threshold": 0.5, "rewrite_threshold": llm_settings.rewrite_threshold},
-                        "test", "back to defaults")
+    runtime.policy.save({"route_threshold": llm_settings.route_threshold,
+                         "rewrite_threshold": llm_settings.rewrite_threshold}, "test", "back to defaults")
     runtime.close()
 
 
@@ -58,14 +58,14 @@ def test_a_threshold_change_reroutes_the_same_message_from_small_to_llm(runtime)
     assert row(runtime, after.request_id).settings_version > row(runtime, before.request_id).settings_version
 
 
-def test_a_weak_draft_is_rewritten_by_the_llm_with_tau_left_at_its_default(runtime):
-    runtime.policy.save({"route_threshold": 0.5, "rewrite_threshold": 0.99}, "test", "rewrite weak drafts")
-    response = ask(runtime, "How long does standard shipping take?", session="rw-1")
-    assert response.scores["p_llm"] < 0.5  # the router itself kept it small ...
-    assert response.route == "llm"  # ... but the draft was below the rewrite threshold
+def test_a_weak_draft_is_rewritten_by_the_llm_with_both_thresholds_at_their_defaults(runtime, llm_settings):
+    response = ask(runtime, "my parcel arrived damaged, what now?", session="rw-1")
+    assert response.scores["p_llm"] < llm_settings.route_threshold  # the router itself kept it small ...
+    assert response.scores["draft_quality"] < llm_settings.rewrite_threshold  # ... but trusted the draft too little
+    assert response.route == "llm"
     stages = [step["stage"] for step in response.trace]
     assert "rewrite" in stages and "tier: llm rewrite of the draft" in response.reasons
-    assert response.sources and response.sources[0].answer_id == "shipping_times"  # the draft's citation kept
+    assert response.sources and response.sources[0].answer_id == "damaged_item"  # the draft's citation kept
 
 
 def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_llm(runtime, llm_server):

@@ -1,4 +1,5 @@
-"""The bad-input corpus against one real app: through `POST /api/v1/chat` and through the Gradio `/chat` event.
+"""The bad-input corpus against one real app: through `POST /api/v1/chat`, `POST /v1/chat/completions` (OpenAI)
+and the Gradio `/chat` event.
 
 Every case must get a clear message (a non-empty answer, or a 4xx JSON error with a message), never a
 500; every message that reaches the chain must leave exactly one row in `requests`; and the app must
@@ -69,6 +70,50 @@ def test_text_corpus_over_http(reliability_app, api):
     added = reliability_app.count_rows() - before
     assert added == len(cases), f"{len(cases)} messages sent, {added} rows logged"
     TALLY["http_text"] = len(cases)
+
+
+def _post_openai(api, case):
+    payload = {"model": "tandem", "messages": [{"role": "user", "content": case.message}]}
+    try:
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        body = json.dumps(payload).encode("ascii")
+    return api.post("/v1/chat/completions", content=body, headers={"content-type": "application/json"})
+
+
+def test_text_corpus_over_the_openai_endpoint(reliability_app, api):
+    """The same corpus through `POST /v1/chat/completions`: never a 5xx; a completion with text, or an OpenAI
+    error object with a message; every message that reached the chain left one row."""
+    cases = text_cases()
+    before = reliability_app.count_rows()
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda case: _post_openai(api, case), cases))
+    failures, reached = {}, 0
+    for case, response in zip(cases, responses):
+        body = response.json()
+        problems = []
+        if response.status_code >= 500:
+            problems.append(str(response.status_code))
+        elif response.status_code == 200:
+            text = body["choices"][0]["message"]["content"]
+            if not text.strip():
+                problems.append("empty completion")
+            if INJECTION_MARKER in text or any(f in text for f in PROMPT_FRAGMENTS):
+                problems.append("obeyed an injection")
+            if not response.headers.get("x-tandem-request-id"):
+                problems.append("answered without a request id")
+        elif not body.get("error", {}).get("message", "").strip():
+            problems.append(f"{response.status_code} without an OpenAI error message")
+        if case.expect == "answer" and response.status_code != 200:
+            problems.append(f"expected an answer, got {response.status_code}")
+        reached += bool(response.headers.get("x-tandem-request-id"))
+        if problems:
+            failures[case.id] = problems
+    assert not failures, failures
+    reliability_app.wait_log_flushed()
+    added = reliability_app.count_rows() - before
+    assert added == reached, f"{reached} messages reached the chain, {added} rows logged"
+    TALLY["openai_text"] = len(cases)
 
 
 def test_raw_bodies_are_4xx_json_and_only_chain_requests_are_logged(reliability_app, api):
