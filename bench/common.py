@@ -17,7 +17,7 @@ SEED = 13
 
 @dataclass(frozen=True)
 class Sizes:
-    """How much traffic each section sends. `quick` is a ~3 minute smoke run; full must stay under 15 min."""
+    """How much traffic each section sends. `quick` is a ~6 minute smoke run; full must stay under 15 min."""
 
     routing_queries: int
     cache_repeats: int
@@ -35,6 +35,16 @@ class Sizes:
     llm_budget_s: float
     embed_budget_s: float             # section 3 shrinks its samples when the KBs would take longer to embed
     levels: tuple[int, ...] = (1, 8, 32, 64)
+    llm_levels: tuple[int, ...] = (1, 8, 32)  # concurrent streaming clients against the vLLM server
+    llm_level_seconds: float = 20.0
+    llm_questions: int = 40                     # fixed set of customer questions the LLM levels cycle through
+    encoder_single: int = 300                   # messages encoded one at a time, per backend
+    encoder_batch: int = 320                    # messages encoded in batches of 32, per backend
+    encoder_threads: int = 8                    # concurrent threads: micro-batching vs plain
+    side_clients: int = 8                       # the torch side-by-side app run
+    replica_clients: int = 64
+    replica_seconds: float = 15.0
+    cross_replica_pairs: int = 50
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
@@ -44,7 +54,8 @@ FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_b
 QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bot_limit=120, bitext_limit=250,
               bitext_kb_questions=1200, tau_limit=40, llm_sample_calls=4, http_per_route=30, http_llm_calls=2,
               level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
-              llm_budget_s=30.0, embed_budget_s=30.0)
+              llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
+              replica_seconds=5.0, cross_replica_pairs=20)
 
 
 def rng() -> random.Random:

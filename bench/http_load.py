@@ -133,6 +133,14 @@ def _summary(rows: list[dict], expected: str) -> dict:
             "degraded_or_fallback": sum(bool(r.get("degraded") or r.get("fallback")) for r in rows)}
 
 
+def served_encoder(url: str) -> dict | None:
+    """What an app says it embeds with (GET /healthz: encoder name, version, backend), or None."""
+    try:
+        return httpx.get(url + "/healthz", timeout=10.0).json().get("encoder")
+    except (httpx.HTTPError, ValueError):
+        return None
+
+
 def cacheable_set(app: App, candidates: list[str]) -> list[str]:
     """Ask each candidate twice; keep those whose repeat is a cache hit (answers with personal data, e.g.
     a support phone number, are never cached, by design)."""

@@ -205,7 +205,7 @@ def compare(groups: list[Group], llm_calls: list[dict], small_ms: list[float], p
     report["all"] = _policies(everything[0], everything[1], llm_ms, tokens_per_call, small_ms, pre_llm_ms,
                               price_per_1k)
     report.update({
-        "llm_latency_source": f"measured on {len(ok)} real calls (SmolLM2-135M, transformers serve, CPU, "
+        "llm_latency_source": f"measured on {len(ok)} real calls (SmolLM2-135M, vLLM, CPU, "
                               f"max_tokens {_max_tokens()}), applied per call",
         "llm_sample": {"calls": len(llm_calls), "failed": len(llm_calls) - len(ok),
                        "errors": sorted({c["error"] for c in llm_calls if not c.get("ok")})[:3], "latency_ms": pct(llm_ms),
@@ -218,8 +218,8 @@ def compare(groups: list[Group], llm_calls: list[dict], small_ms: list[float], p
         "small_latency_source": f"server-side totals of {len(small_ms)} small-tier answers in section 1, "
                                 "applied per query; an LLM-bound query pays that routing and the LLM call",
         "quality_assumption": GROUNDING_ASSUMPTION,
-        "token_counting": "the LLM client's counts: server usage when reported; transformers serve ignores "
-                          "stream_options, so prompt tokens are ~4 characters each and completion tokens one per "
+        "token_counting": "the LLM client's counts: the server's usage (vLLM reports it in the last streamed "
+                          "chunk); without it, prompt tokens are ~4 characters each and completion tokens one per "
                           "streamed chunk",
         "cache": "off (batch routing): a repeated question would be cheaper still in production",
     })

@@ -15,14 +15,32 @@ def _get(data: dict, *path):
     return data
 
 
+def _level(result: dict, clients: int, path: str) -> dict:
+    return next((c for c in result.get("concurrency") or [] if c.get("clients") == clients and c.get("path") == path),
+                {})
+
+
 def targets(result: dict) -> list[dict]:
     """Each target with its measured value and whether it was met (None when not measured)."""
     level64 = [c for c in result.get("concurrency", []) if c.get("clients") == 64]
     errors64 = sum(c["errors"] for c in level64) if level64 else None
+    served = _get(result, "encoders", "served")
     rows = [
-        ("routing overhead p50", "<= 10 ms", _get(result, "routing_overhead_ms", "p50"), "ms", lambda v: v <= 10),
-        ("cache hit p50 (server)", "<= 5 ms", _get(result, "cache_hit_ms", "p50"), "ms", lambda v: v <= 5),
-        ("small answer p50 (server)", "<= 50 ms", _get(result, "small_answer_ms", "p50"), "ms", lambda v: v <= 50),
+        ("routing overhead p50", "<= 5 ms", _get(result, "routing_overhead_ms", "p50"), "ms", lambda v: v <= 5),
+        ("cache hit p50 (server)", "<= 1.5 ms", _get(result, "cache_hit_ms", "p50"), "ms", lambda v: v <= 1.5),
+        ("small answer p50 (server)", "<= 12 ms", _get(result, "small_answer_ms", "p50"), "ms", lambda v: v <= 12),
+        ("small path at 8 clients", ">= 70 req/s", _level(result, 8, "small").get("rps"), "req/s",
+         lambda v: v >= 70),
+        ("cache path at 8 clients", ">= 300 req/s", _level(result, 8, "cache").get("rps"), "req/s",
+         lambda v: v >= 300),
+        ("2 replicas / 1 replica (64 clients)", ">= 1.6", _get(result, "replicas", "ratio"), "x", lambda v: v >= 1.6),
+        ("cross-replica cache hit p50 (server)", "<= 5 ms",
+         _get(result, "replicas", "cross_replica_cache", "hit_server_ms", "p50"), "ms", lambda v: v <= 5),
+        ("micro-batching overhead alone, p50", "<= 1 ms",
+         _get(result, "encoders", "micro_batching", served, "single_overhead_p50_ms") if served else None, "ms",
+         lambda v: v <= 1),
+        ("vLLM server memory (RSS, with children)", "<= 3 GiB", result.get("vllm_rss_mib"), "MiB",
+         lambda v: v <= 3072),
         ("hybrid mean latency / always-LLM", "<= 0.35", _get(result, "hybrid_vs_always_llm", "latency_mean_ratio"),
          "x", lambda v: v <= 0.35),
         ("LLM call share (hybrid)", "<= 50 %", _get(result, "hybrid_vs_always_llm", "llm_call_share"), "share",
@@ -67,6 +85,14 @@ def markdown(result: dict) -> str:
         ("cold start (`tandem serve` to first answer)", _fmt(result.get("cold_start_s"), "s")),
         ("hybrid / always-LLM tokens", _fmt(_get(result, "hybrid_vs_always_llm", "token_ratio"), "x")),
     ]
+    side = result.get("torch_side_by_side") or {}
+    if side:
+        backend = side.get("served_backend") or "served"
+        extra += [
+            (f"{backend} / torch: small path req/s at {side.get('clients')} clients",
+             _fmt(_get(side, "ratios", "small_rps"), "x")),
+            (f"{backend} / torch: small answer p50 (server)", _fmt(_get(side, "ratios", "small_p50_server_ms"), "x")),
+        ]
     lines += [f"| {name} | {value} | | |" for name, value in extra]
 
     routes = _get(result, "end_to_end", "routes") or {}
@@ -77,6 +103,10 @@ def markdown(result: dict) -> str:
             lines.append(f"| {route} | {row['answered_by_route']}/{row['requests']} | {_fmt(row['server_ms']['p50'])} | "
                          f"{_fmt(row['server_ms']['p95'])} | {_fmt(row['http_ms']['p50'])} | "
                          f"{_fmt(row['http_ms']['p95'])} |")
+
+    lines += _encoder_lines(result)
+    lines += _side_by_side_lines(result)
+    lines += _llm_lines(result)
 
     policies = _get(result, "policies", "all")
     if policies:
@@ -101,6 +131,7 @@ def markdown(result: dict) -> str:
         for row in levels:
             lines.append(f"| {row['clients']} | {row['path']} | {_fmt(row['rps'])} | {_fmt(row['p95_ms'])} | "
                          f"{row['errors']} | {_fmt(row['route_share'], 'share')} | {_fmt(row['rss_mib'])} |")
+    lines += _replica_lines(result)
     cuts = []
     routing = result.get("routing") or {}
     if routing.get("stopped_at_budget"):
@@ -118,6 +149,105 @@ def markdown(result: dict) -> str:
     if result.get("errors"):
         lines += ["", "Sections that failed in this run: " + "; ".join(f"{k}: {v}" for k, v in result["errors"].items())]
     return "\n".join(lines)
+
+
+def _encoder_lines(result: dict) -> list[str]:
+    enc = result.get("encoders") or {}
+    rows = enc.get("backends") or {}
+    if not rows:
+        return []
+    export = result.get("encoder_export") or {}
+    gate = export.get("gate") or {}
+    lines = ["", f"Encoder backends of the base MiniLM, same texts ({enc['single_messages']} messages one at a time, "
+             f"{enc['batch_messages']} in batches of 32; agreement on the {enc['agreement_questions']} demo KB "
+             f"questions). Served: **{enc.get('served')}** (the ONNX export's gate: int8 top-1 agreement "
+             f"{gate.get('int8_top1_agreement')}, needs {gate.get('gate')}; {export.get('how')}). Texts: "
+             f"{enc.get('texts')}.", "",
+             "| backend | single p50 ms | single p95 ms | batch-32 msg/s | mean cosine vs torch | top-1 vs torch |",
+             "|---|---|---|---|---|---|"]
+    for name, row in rows.items():
+        lines.append(f"| {name} | {_fmt(row['single_ms']['p50'])} | {_fmt(row['single_ms']['p95'])} | "
+                     f"{_fmt(row['batch32_messages_per_s'])} | {row['mean_cosine_vs_torch']:.4f} | "
+                     f"{_fmt(row['top1_agreement_vs_torch'], 'share')} |")
+    batching = enc.get("micro_batching") or {}
+    if batching:
+        lines += ["", "Micro-batching (`BatchingEncoder`) vs the plain encoder, one message per call from each thread "
+                  "(msg/s on the mixed texts, whose long tau-bench instructions pad every batch they are in, and on "
+                  "short Bitext messages only), and alone (single-message p50):", "",
+                  "| backend | threads | plain msg/s | micro-batched msg/s | mean batch | short only: plain / "
+                  "micro-batched msg/s | alone: p50 plain / micro-batched |", "|---|---|---|---|---|---|---|"]
+        for name, row in batching.items():
+            single = row["single_p50_ms"]
+            short = row.get("short_texts") or {}
+            lines.append(f"| {name} | {row['threads']} | {_fmt(row['plain']['messages_per_s'])} | "
+                         f"{_fmt(row['batching']['messages_per_s'])} | {row['batching']['mean_batch']} | "
+                         f"{_fmt(short.get('plain_messages_per_s'))} / {_fmt(short.get('batching_messages_per_s'))} | "
+                         f"{_fmt(single['plain'])} / {_fmt(single['batching'])} ms |")
+    return lines
+
+
+def _side_by_side_lines(result: dict) -> list[str]:
+    side = result.get("torch_side_by_side") or {}
+    if not side.get("small_level"):
+        return []
+    clients = int(side.get("clients") or 8)
+    backend = side.get("served_backend") or "served"
+    served_small = _get(result, "end_to_end", "routes", "small", "server_ms", "p50")
+    rows = [(f"small path, {clients} clients (req/s)", _level(result, clients, "small").get("rps"),
+             side["small_level"].get("rps"), _get(side, "ratios", "small_rps")),
+            (f"cache path, {clients} clients (req/s)", _level(result, clients, "cache").get("rps"),
+             _get(side, "cache_level", "rps"), _get(side, "ratios", "cache_rps")),
+            ("small answer p50, server (ms)", served_small, _get(side, "small", "server_ms", "p50"),
+             _get(side, "ratios", "small_p50_server_ms"))]
+    lines = ["", f"The app on its served encoder ({backend}) and again with `TANDEM_ENCODER_BACKEND=torch` (same home, "
+             "KB and messages):", "", f"| measure | {backend} | torch | {backend} / torch |", "|---|---|---|---|"]
+    lines += [f"| {name} | {_fmt(a)} | {_fmt(b)} | {_fmt(r, 'x')} |" for name, a, b, r in rows]
+    return lines
+
+
+def _llm_lines(result: dict) -> list[str]:
+    from bench.llm_levels import TRANSFORMERS_NOTE
+
+    llm = result.get("llm_levels") or {}
+    lines = []
+    if llm.get("levels"):
+        memory = llm.get("memory") or {}
+        lines += ["", f"LLM server alone: **{llm.get('engine')}** serving `{llm.get('model')}` on CPU, streaming chat "
+                  f"completions with the app's prompts ({llm.get('prompts')} customer questions), max_tokens "
+                  f"{llm.get('max_tokens')}, {llm.get('level_seconds'):.0f} s per level; server memory peak "
+                  f"{_fmt(memory.get('peak_rss_mib'), 'MiB')} RSS with children (PSS "
+                  f"{_fmt(memory.get('peak_pss_mib'), 'MiB')}):", "",
+                  "| clients | requests | p50 ms | p95 ms | TTFT p50 ms | completion tokens/s | errors |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in llm["levels"]:
+            lines.append(f"| {row['clients']} | {row['requests']} | {_fmt(row['p50_ms'])} | {_fmt(row['p95_ms'])} | "
+                         f"{_fmt(row['ttft_p50_ms'])} | {_fmt(row['tokens_per_s'])} | {row['errors']} |")
+    return lines + ["", TRANSFORMERS_NOTE]
+
+
+def _replica_lines(result: dict) -> list[str]:
+    rep = result.get("replicas") or {}
+    if not rep.get("balanced"):
+        return []
+    lines = ["", f"Replicas (loopback cluster: Redis, PostgreSQL, Chroma server, nginx; {rep['kb']}; no LLM, so "
+             f"LLM-bound messages fall back to the small tier), {rep['clients']} clients, fresh small-path messages, "
+             f"{rep['seconds']:.0f} s each; encoder {(rep.get('encoder') or {}).get('backend')}:", "",
+             "| setup | req/s | on the small route | of those, LLM fallbacks | p95 ms | errors |",
+             "|---|---|---|---|---|---|"]
+    for name, label in (("balanced", "2 replicas behind nginx"), ("single", "1 replica, direct")):
+        row = rep[name]
+        lines.append(f"| {label} | {_fmt(row['rps'])} | {_fmt(row['small_share'], 'share')} | "
+                     f"{row.get('llm_fallbacks', 'n/a')} of {row['requests']} | {_fmt(row['p95_ms'])} | "
+                     f"{row['errors']} |")
+    cross = rep.get("cross_replica_cache") or {}
+    if cross:
+        lines += ["", f"Cross-replica cache: a message the small tier answered on replica 1, asked again on replica "
+                  f"2: {cross['hits']} of {cross['pairs']} were cache hits there, server p50 "
+                  f"{_fmt(_get(cross, 'hit_server_ms', 'p50'), 'ms')} (HTTP p50 "
+                  f"{_fmt(_get(cross, 'hit_http_ms', 'p50'), 'ms')}); {cross.get('skipped_not_cacheable', 'n/a')} "
+                  "messages were skipped because their first answer was not the small tier's (e.g. an LLM "
+                  "fallback, which is never cached)."]
+    return lines
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

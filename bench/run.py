@@ -1,9 +1,12 @@
 """`make bench` (`python -m bench.run [--quick]`): every measurement in one run, side by side.
 
-1. routing overhead per stage, in process, over the demo KB;  2. end-to-end latency per route through a real
-`tandem serve` wired to a real `LLMServer`;  3. hybrid vs always-LLM vs always-small on HINT3 and Bitext +
-tau-bench;  4. throughput at 1/8/32/64 clients with the app's memory;  5. cold start. Also one pyinstrument
-profile of the hot path. Writes reports/bench.json, reports/profile.txt and the README bench section.
+0. encoder backends side by side (torch fp32, ONNX fp32, ONNX int8; micro-batching);  1. routing overhead per
+stage, in process, over the demo KB;  2. end-to-end latency per route through a real `tandem serve` wired to a
+real `LLMServer` (vLLM), then the vLLM server alone at 1/8/32 streaming clients;  3. hybrid vs always-LLM vs
+always-small on HINT3 and Bitext + tau-bench;  4. throughput at 1/8/32/64 clients with the app's memory, then the
+same app on torch at 8 clients (served backend / torch), then 2 replicas behind nginx vs 1 on a loopback cluster;
+5. cold start. Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
+the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
 """
 
@@ -89,7 +92,7 @@ def spare_questions(sizes) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="~3 minute smoke run with small samples")
+    parser.add_argument("--quick", action="store_true", help="~6 minute smoke run with small samples")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench.json", help="JSON report path")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the README bench section")
     parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary homes and logs")
@@ -128,13 +131,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
-    from bench import http_load, policies, routing
+    from bench import encoders, http_load, llm_levels, policies, replicas, routing, side_by_side
     from chains.bootstrap import bootstrap
     from chains.runtime import build_runtime
     from core.settings import get_settings
     from tandem.llm_server import LLMServer
+    from tandem.processes import free_port
 
     settings = get_settings()
+    # 0. Encoder backends side by side, first: the ONNX export (reused or made here) is what every later section
+    # and the app serve, as on a prepared install.
+    export = _section(result, "encoders", clock, encoders.ensure_export, homes, tmp / "onnx", log)
+    if export:
+        result["encoder_export"] = export
+        log(f"  ONNX export {export['how']}: the gate chose {export['chosen']}")
+        backends = _section(result, "encoders", clock, encoders.run_encoders, export, sizes, log)
+        if backends:
+            result["encoders"] = {**backends, "speedup_vs_torch": encoders.speedups(backends)}
+    gc.collect()
+
     # 1. Routing overhead per stage, then the profile, before any server competes for the cores.
     service = _section(result, "routing", clock, lambda: build_runtime(settings, use_llm=False))
     if service is not None:
@@ -183,17 +198,72 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
                 result["policies"] = report
                 result["hybrid_vs_always_llm"] = report["all"]["hybrid_vs_always_llm"]
                 log(f"  hybrid vs always-LLM: {result['hybrid_vs_always_llm']}")
+    # The prompts of the LLM levels (section 2) are the app's own, built while the Bitext chain is at hand.
+    llm_prompts = _section(result, "llm_levels", clock, llm_levels.build_prompts, groups[-1] if groups else None,
+                           llm_pool, sizes, log)
     del groups
     gc.collect()
 
     # 5. Cold start, then 2. end-to-end per route.
     app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
     started = _section(result, "cold_start", clock, app.start)
-    if started is None:
-        return llm_server, app
+    traffic = _end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started else None
+
+    # 2b. The vLLM server alone at 1/8/32 streaming clients, while it is up.
+    if llm_prompts:
+        levels_llm = _section(result, "llm_levels", clock, _llm_levels, llm_server, llm_prompts, sizes,
+                              settings.llm_max_tokens)
+        if levels_llm:
+            result["llm_levels"] = levels_llm
+            result["vllm_rss_mib"] = levels_llm["memory"]["peak_rss_mib"]
+    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
+
+    if traffic is not None:
+        # 4. Throughput and memory.
+        levels = _section(result, "throughput", clock, http_load.throughput, app, traffic["small_pool"],
+                          traffic["cache"], sizes, log)
+        if levels:
+            result["concurrency"] = levels
+            result["concurrency_note"] = (f"thread clients in the bench process, one connection each, "
+                                          f"{sizes.level_seconds:.0f} s per level or until the level's slice of "
+                                          "fresh small-path messages ran out")
+        result["rss_mib"] = round(max(app.rss_samples_mib), 1) if app.rss_samples_mib else None
+        result["rss_peak_mib"] = app.rss_mib().get("peak_rss_mib")
+        app.stop()
+
+        # 4b. The same app on torch fp32 (same home, KB and messages), shorter: served backend / torch.
+        side = _section(result, "torch_side_by_side", clock, side_by_side.torch_run, free_port(), app_env(homes),
+                        homes["logs"] / "app-torch.log", traffic["per_route_small"], traffic["cache"],
+                        side_by_side.level_slice(traffic["small_pool"], sizes.levels, sizes.side_clients), sizes, log)
+        if side:
+            result["torch_side_by_side"] = {
+                **side, "served_backend": _backend_name((result.get("app_encoder") or {}).get("backend")),
+                "clients": sizes.side_clients, "ratios": side_by_side.ratios(result, side, sizes.side_clients)}
+            log(f"  served / torch: {result['torch_side_by_side']['ratios']}")
+        small_pool = traffic["small_pool"]
+    app.stop()
+    gc.collect()
+
+    # 4c. Two replicas behind nginx vs one, and a cache hit across replicas, on a loopback cluster (its KB and
+    # cache are its own, so every bench message is fresh there).
+    pool = small_pool[::-1] or spare_questions(sizes)
+    cluster = _section(result, "replicas", clock, replicas.run_replicas, settings, pool,
+                       (result.get("encoder_export") or {}).get("folder"), sizes, log)
+    if cluster:
+        result["replicas"] = cluster
+    return llm_server, app
+
+
+def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: list[str], llm_pool: list[str],
+                settings) -> dict:
+    """Section 2 on the started app; returns the traffic the later app sections use."""
+    from bench import http_load
+
     result["cold_start_s"] = app.cold_start_s
     result["rss_after_start_mib"] = app.rss_mib()
-    log(f"  cold start {app.cold_start_s} s, rss {result['rss_after_start_mib']}")
+    result["app_encoder"] = http_load.served_encoder(app.url)
+    log(f"  cold start {app.cold_start_s} s, rss {result['rss_after_start_mib']}, encoder "
+        f"{(result['app_encoder'] or {}).get('backend')}")
     warm_n = min(24, len(small_pool))
     candidates, small_pool = small_pool[:warm_n], small_pool[warm_n:]
     per_route_small, small_pool = small_pool[:sizes.http_per_route], small_pool[sizes.http_per_route:]
@@ -207,23 +277,39 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     if e2e:
         result["end_to_end"] = {"routes": e2e, "kb": "Bitext (kb_answers + train questions)",
                                 "cache_messages": len(cache_warm),
-                                "llm": f"transformers serve SmolLM2-135M on CPU, max_tokens {settings.llm_max_tokens}"}
+                                "llm": f"{_engine_label(llm_server)} on CPU, max_tokens {settings.llm_max_tokens}"}
         result["cache_hit_ms"] = {"p50": e2e["cache"]["server_ms"]["p50"], "p50_http": e2e["cache"]["http_ms"]["p50"]}
         result["small_answer_ms"] = {"p50": e2e["small"]["server_ms"]["p50"],
                                      "p50_http": e2e["small"]["http_ms"]["p50"]}
-    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
+    return {"per_route_small": per_route_small, "cache": cache_warm or candidates, "small_pool": small_pool}
 
-    # 4. Throughput and memory.
-    levels = _section(result, "throughput", clock, http_load.throughput, app, small_pool, cache_warm or candidates,
-                      sizes, log)
-    if levels:
-        result["concurrency"] = levels
-        result["concurrency_note"] = (f"thread clients in the bench process, one connection each, "
-                                      f"{sizes.level_seconds:.0f} s per level or until the level's slice of "
-                                      "fresh small-path messages ran out")
-    result["rss_mib"] = round(max(app.rss_samples_mib), 1) if app.rss_samples_mib else None
-    result["rss_peak_mib"] = app.rss_mib().get("peak_rss_mib")
-    return llm_server, app
+
+def _backend_name(backend: str | None) -> str | None:
+    """The app's backend name ("onnx") as the encoder section names it ("onnx-fp32")."""
+    from bench.encoders import CHOSEN
+
+    return CHOSEN.get(backend or "", backend)
+
+
+def _engine_label(server) -> str:
+    """"vLLM <version> serving <model>" from the server itself (GET /version, /v1/models), else what it was given."""
+    from bench.llm_levels import engine
+    from core.settings import get_settings
+
+    try:
+        info = engine(server.url, {"Authorization": f"Bearer {get_settings().llm_api_key}"})
+        return f"{info['engine']} serving {info['model']}"
+    except Exception:  # a label only: the measurements report the server's failures themselves
+        return f"vLLM serving {server.model}"
+
+
+def _llm_levels(server, prompts, sizes, max_tokens: int) -> dict:
+    from bench.llm_levels import run_levels
+
+    if not server.alive():
+        _restart_llm(server)
+    server.wait_ready(timeout=300)
+    return run_levels(server, prompts, sizes, max_tokens, log)
 
 
 def _restart_llm(server) -> None:
