@@ -255,3 +255,29 @@ def run_levels(server, prompts: list[list[dict]], sizes, max_tokens: int, log: C
                        "how": "psutil RSS of the vLLM server process and all its children, summed and sampled every "
                               "0.5 s (shared pages count once per process; PSS, after each level, splits them)"},
             "note": TRANSFORMERS_NOTE}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.llm_levels --url URL`: the LLM part of the bench against any running OpenAI-compatible
+    server (scripts/gpu_check.sh runs it against `vllm serve` on a GPU). Prints one JSON object."""
+    import argparse
+    from types import SimpleNamespace
+
+    from chains.tiers import llm_messages
+
+    parser = argparse.ArgumentParser(prog="python -m bench.llm_levels", description=main.__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--levels", default="1,8,32", help="concurrent clients per level")
+    parser.add_argument("--seconds", type=float, default=20.0, help="seconds per level")
+    parser.add_argument("--max-tokens", type=int, default=48)
+    args = parser.parse_args(argv)
+    server = SimpleNamespace(url=args.url.rstrip("/"), model="", child=None)
+    prompts = [llm_messages(text, [], []) for text in questions([], 40)]
+    sizes = SimpleNamespace(llm_levels=[int(n) for n in args.levels.split(",")], llm_level_seconds=args.seconds)
+    report = run_levels(server, prompts, sizes, args.max_tokens, log=lambda line: print(line, flush=True))
+    print(json.dumps(report))
+    return 0 if all(level["errors"] == 0 for level in report["levels"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
