@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from chains.tiers import llm_messages
 
-    parser = argparse.ArgumentParser(prog="python -m bench.llm_levels", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.llm_levels", description="the LLM part of the bench against a running OpenAI-compatible server")
     parser.add_argument("--url", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients per level")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds per level")
