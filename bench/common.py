@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import platform
 import random
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import numpy as np
 
 SEED = 13
@@ -156,3 +159,36 @@ class Clock:
     @property
     def total(self) -> float:
         return round(time.perf_counter() - self.start, 1)
+
+
+def closed_loop(clients: int, seconds: float, next_job: Callable[[], Any], send: Callable[[httpx.Client, Any], dict],
+                client_options: dict[str, Any], join_grace_s: float = 120.0) -> tuple[list[dict], float]:
+    """`clients` threads, each with its own one-connection client, sending back to back until `seconds` pass or
+    `next_job` (called under a lock) returns None. A request begun before the deadline may finish; the elapsed
+    time runs until the last one has. Returns the rows `send` produced and that elapsed time."""
+    rows: list[dict] = []
+    lock = threading.Lock()
+    gate = threading.Barrier(clients + 1)
+    stop_at = [0.0]
+
+    def worker() -> None:
+        with httpx.Client(limits=httpx.Limits(max_connections=1), **client_options) as client:
+            gate.wait()
+            while time.perf_counter() < stop_at[0]:
+                with lock:
+                    job = next_job()
+                if job is None:
+                    return
+                row = send(client, job)
+                with lock:
+                    rows.append(row)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    stop_at[0] = time.perf_counter() + seconds
+    began = time.perf_counter()
+    gate.wait()
+    for thread in threads:
+        thread.join(seconds + join_grace_s)
+    return rows, time.perf_counter() - began

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import mean, pct
+from bench.common import closed_loop, mean, pct
 from bench.traffic import TOOL_MESSAGES, TOOL_USER
 from core.errors import TandemError
 
@@ -177,32 +176,8 @@ def per_route(app: App, small: list[str], cache_set: list[str], llm: list[str], 
 def load_level(app: App, clients: int, seconds: float, messages: Callable[[], str | None], expected: str) -> dict:
     """`clients` threads, each with its own connection, posting back to back for `seconds` (or until the
     message supply runs out). Requests per second counts every completed request, errors included."""
-    rows: list[dict] = []
-    lock = threading.Lock()
-    start_gate = threading.Barrier(clients + 1)
-    stop_at = [0.0]
-
-    def worker() -> None:
-        with httpx.Client(timeout=60.0, limits=httpx.Limits(max_connections=1)) as client:
-            start_gate.wait()
-            while time.perf_counter() < stop_at[0]:
-                with lock:
-                    message = messages()
-                if message is None:
-                    return
-                row = _post(client, app.url, message)
-                with lock:
-                    rows.append(row)
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    stop_at[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    start_gate.wait()
-    for thread in threads:
-        thread.join(seconds + 120)
-    elapsed = time.perf_counter() - began
+    rows, elapsed = closed_loop(clients, seconds, messages, lambda client, message: _post(client, app.url, message),
+                                {"timeout": 60.0})
     memory = app.rss_mib()
     ok = [r for r in rows if r["status"] == 200]
     return {"clients": clients, "path": expected, "requests": len(rows), "seconds": round(elapsed, 2),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import httpx
 
-from bench.common import pct
+from bench.common import closed_loop, pct
 
 TRANSFORMERS_NOTE = ("Earlier runs reported `transformers serve` LLM figures; they are in this README's git history "
                      "and are not comparable with the vLLM levels.")
@@ -184,32 +184,11 @@ def level(url: str, model: str, prompts: list[list[dict]], clients: int, seconds
           headers: dict[str, str]) -> dict:
     """`clients` threads streaming back to back; a request started before the deadline is allowed to finish, and
     the level's elapsed time (for tokens/s) runs until the last one has."""
-    rows: list[dict] = []
-    lock = threading.Lock()
     counter = itertools.count()
-    gate = threading.Barrier(clients + 1)
-    stop_at = [0.0]
-
-    def worker() -> None:
-        with httpx.Client(timeout=httpx.Timeout(180.0, connect=10.0), headers=headers,
-                          limits=httpx.Limits(max_connections=1)) as client:
-            gate.wait()
-            while time.perf_counter() < stop_at[0]:
-                with lock:
-                    index = next(counter)
-                row = stream_one(client, url, model, prompts[index % len(prompts)], max_tokens)
-                with lock:
-                    rows.append(row)
-
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    stop_at[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    gate.wait()
-    for thread in threads:
-        thread.join(seconds + 200)
-    elapsed = time.perf_counter() - began
+    rows, elapsed = closed_loop(
+        clients, seconds, lambda: next(counter),
+        lambda client, index: stream_one(client, url, model, prompts[index % len(prompts)], max_tokens),
+        {"timeout": httpx.Timeout(180.0, connect=10.0), "headers": headers}, join_grace_s=200.0)
     ok = [r for r in rows if r["ok"]]
     tokens = sum(r["completion_tokens"] for r in ok)
     latency = pct((r["latency_ms"] for r in ok), 50, 95)
@@ -265,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from chains.tiers import llm_messages
 
-    parser = argparse.ArgumentParser(prog="python -m bench.llm_levels", description="the LLM part of the bench against a running OpenAI-compatible server")
+    parser = argparse.ArgumentParser(prog="python -m bench.llm_levels",
+                                     description="the LLM part of the bench against a running OpenAI-compatible server")
     parser.add_argument("--url", required=True, help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--levels", default="1,8,32", help="concurrent clients per level")
     parser.add_argument("--seconds", type=float, default=20.0, help="seconds per level")

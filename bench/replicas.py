@@ -18,35 +18,18 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import socket
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 
-from bench.common import mean, pct
+from bench.common import closed_loop, mean, pct
 from bench.http_load import served_encoder
 
 CHAT = "/api/v1/chat"
 WARM_UP = 16  # messages per replica before anything is measured
-
-
-def two_free_ports() -> int:
-    """A port p with p and p + 1 free (the replicas take consecutive ports)."""
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two consecutive free ports")
 
 
 def chat(client: httpx.Client, url: str, message: str, ident: str) -> dict:
@@ -69,34 +52,17 @@ def load(url: str, clients: int, seconds: float, messages: list[str], tag: str) 
     """`clients` threads posting fresh messages back to back for `seconds` (or until the messages run out)."""
     supply = iter(messages)
     ids = itertools.count()
-    rows: list[dict] = []
-    lock = threading.Lock()
-    gate = threading.Barrier(clients + 1)
-    stop_at = [0.0]
     ran_out = [False]
 
-    def worker() -> None:
-        with httpx.Client(timeout=60.0, limits=httpx.Limits(max_connections=1)) as client:
-            gate.wait()
-            while time.perf_counter() < stop_at[0]:
-                with lock:
-                    message, ident = next(supply, None), next(ids)
-                if message is None:
-                    ran_out[0] = True
-                    return
-                row = chat(client, url, message, f"{tag}-{ident}")
-                with lock:
-                    rows.append(row)
+    def next_message() -> tuple[str, int] | None:
+        message = next(supply, None)
+        if message is None:
+            ran_out[0] = True
+            return None
+        return message, next(ids)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    stop_at[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    gate.wait()
-    for thread in threads:
-        thread.join(seconds + 120)
-    elapsed = time.perf_counter() - began
+    rows, elapsed = closed_loop(clients, seconds, next_message,
+                                lambda client, job: chat(client, url, job[0], f"{tag}-{job[1]}"), {"timeout": 60.0})
     ok = [r for r in rows if r["status"] == 200]
     small = [r for r in ok if r["route"] == "small"]
     planned_small = [r for r in small if not (r.get("fallback") or r.get("degraded"))]  # routed small, no LLM
@@ -150,7 +116,7 @@ def run_replicas(settings, pool: list[str], export_folder: str | None, sizes, lo
     from core.encoders import export_dir
     from core.models import model_path
     from tandem.cluster import Cluster, ClusterPorts
-    from tandem.processes import free_port
+    from tandem.processes import free_port, two_free_ports
 
     pairs = sizes.cross_replica_pairs
     reserved = 4 * pairs + 2 * WARM_UP  # cross-replica candidates (some are skipped) and the warm-up

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 
@@ -16,25 +15,10 @@ TOKEN = "cluster-test-token"
 RATE_LIMIT = 10
 
 
-def two_free_ports() -> int:
-    """A port p with p and p + 1 free (the replicas take consecutive ports)."""
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two consecutive free ports")
-
-
 @pytest.fixture(scope="session")
 def cluster(settings, llm_server_process):
     from tandem.cluster import Cluster, ClusterPorts
-    from tandem.processes import free_port
+    from tandem.processes import free_port, two_free_ports
 
     # Not under pytest's tmp dir: that is private to root, and PostgreSQL runs as user postgres.
     home = Path(tempfile.mkdtemp(prefix="tandem-cluster-"))
