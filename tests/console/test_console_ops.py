@@ -37,11 +37,19 @@ def test_an_open_alert_shows_on_the_overview_and_is_acknowledged_on_the_alerts_p
 
 
 def test_an_automatic_change_is_explained_and_undone_from_the_autopilot_page(signed_in, db):
-    before = policy_store.current(db)
     frame = window_frame(db, utcnow() - timedelta(days=1))
-    frame = frame.assign(created_at=frame["created_at"].dt.tz_localize("UTC"))
+    # Start the thresholds just short of one of the session's LLM answers (τ a little below its p_llm, the rewrite
+    # threshold a little above its draft quality), so that one step moves it to the small tier and the tuner has a
+    # change to make.
+    llm_rows = frame[(frame["route"] == "llm") & frame["p_llm"].notna()]
+    nearest = llm_rows.loc[llm_rows["p_llm"].idxmin()]
+    start = policy_store.save(db, {"route_threshold": round(max(0.0, float(nearest["p_llm"]) - 0.05), 4),
+                                   "rewrite_threshold": round(min(1.0, float(nearest["draft_quality"]) + 0.05), 4)},
+                              "test", "start one step short of a logged LLM answer")
+    before = policy_store.current(db)
+    assert before.version == start.version
     config = {**before.autotune, "enabled": True, "objective": "llm_share", "target": 0.0, "min_requests": 10,
-              "step": 0.2}  # the largest step: some logged message lies within it, so the tuner moves
+              "step": 0.2}
     event = tuner.tune(db, frame, utcnow(), config, alerts_open=False, price_per_1k=0.002)
     assert event.kind == "applied", event.message
     page = signed_in.switch_page("views/autopilot.py").run()
