@@ -25,6 +25,7 @@ def targets(result: dict) -> list[dict]:
     level64 = [c for c in result.get("concurrency", []) if c.get("clients") == 64]
     errors64 = sum(c["errors"] for c in level64) if level64 else None
     served = _get(result, "encoders", "served")
+    llm = {row["clients"]: row for row in _get(result, "llm_levels", "levels") or []}
     rows = [
         ("routing overhead p50", "<= 5 ms", _get(result, "routing_overhead_ms", "p50"), "ms", lambda v: v <= 5),
         ("cache hit p50 (server)", "<= 1.5 ms", _get(result, "cache_hit_ms", "p50"), "ms", lambda v: v <= 1.5),
@@ -46,7 +47,17 @@ def targets(result: dict) -> list[dict]:
         ("LLM call share (hybrid)", "<= 50 %", _get(result, "hybrid_vs_always_llm", "llm_call_share"), "share",
          lambda v: v <= 0.5),
         ("errors at 64 clients", "0", errors64, "count", lambda v: v == 0),
-        ("app RSS", "<= 2.5 GiB", result.get("rss_mib"), "MiB", lambda v: v <= 2560),
+        ("app RSS", "<= 1.5 GiB", result.get("rss_mib"), "MiB", lambda v: v <= 1536),
+        ("vLLM p50, 1 client (48-token answers)", "<= 0.6 s", (llm.get(1) or {}).get("p50_ms"), "ms",
+         lambda v: v <= 600),
+        ("vLLM at 8 clients", ">= 100 tokens/s", (llm.get(8) or {}).get("tokens_per_s"), "tokens/s",
+         lambda v: v >= 100),
+        ("OpenAI layer overhead on a cache hit, p50", "<= 1 ms",
+         _get(result, "api_surfaces", "openai_cache_hit", "overhead_p50_ms"), "ms", lambda v: v <= 1),
+        ("streamed first text - vLLM's own TTFT, p50", "<= 50 ms",
+         _get(result, "api_surfaces", "streaming", "gap_p50_ms"), "ms", lambda v: v <= 50),
+        ("answer check, ~100-token answer, p50", "<= 5 ms", _get(result, "api_surfaces", "answer_check", "p50_ms"),
+         "ms", lambda v: v <= 5),
     ]
     return [{"metric": name, "target": target, "measured": value, "unit": unit,
              "met": None if value is None else bool(check(value))} for name, target, value, unit, check in rows]

@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
-    from bench import encoders, http_load, llm_levels, policies, replicas, routing, side_by_side
+    from bench import api_surfaces, encoders, http_load, llm_levels, policies, replicas, routing, side_by_side
     from chains.bootstrap import bootstrap
     from chains.runtime import build_runtime
     from core.settings import get_settings
@@ -208,6 +208,14 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
     started = _section(result, "cold_start", clock, app.start)
     traffic = _end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started else None
+
+    # 2c. The OpenAI layer's cost on a cache hit, streamed first text against vLLM's own TTFT, the answer check.
+    if traffic is not None and llm_server.alive():
+        surfaces = _section(result, "api_surfaces", clock, api_surfaces.run, app.url, llm_server.url,
+                            traffic["cache"], llm_pool[:12], api_surfaces.demo_answers(), sizes.llm_budget_s / 4, log)
+        if surfaces:
+            result["api_surfaces"] = surfaces
+            log(f"  api surfaces: {surfaces}")
 
     # 2b. The vLLM server alone at 1/8/32 streaming clients, while it is up.
     if llm_prompts:
