@@ -6,6 +6,7 @@ Skips: under CI=true a skipped test fails, unless its node id is on tests/skip_a
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -110,6 +111,14 @@ def fresh_db(folder: Path, name: str = "tandem"):
     from storage.db import open_database
 
     return prepare_storage(None, open_database(f"sqlite:///{folder / name}.db"))
+
+
+def demo_rows(name: str) -> int:
+    """Rows in one of the demo KB's files (knowledge/demo/<name>), so counts follow the data, not a copy of it."""
+    from knowledge.demo_kb import DEMO_DIR
+
+    with (DEMO_DIR / name).open(encoding="utf-8") as f:
+        return sum(1 for _ in csv.DictReader(f))
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

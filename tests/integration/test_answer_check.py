@@ -4,6 +4,7 @@ OpenAI server (a real model cannot be made to invent on demand); false positives
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 
@@ -121,41 +122,53 @@ def test_the_check_is_counted_in_prometheus(scripted):
     assert after == before + 1
 
 
+def _independently_supported(context: str, text: str) -> list:
+    """An independent test of "comes from the context": the claim has numbers or addresses, and each appears in the
+    context as written ("30%" is not supported by "30 days"; "two days" has nothing to compare: skipped)."""
+    found = []
+    for claim in claims(text):
+        tokens = [t.strip(".") for t in re.findall(r"[\w.@%-]+", claim.text.lower())
+                  if any(ch.isdigit() or ch in "@." for ch in t)]
+        if tokens and all(t in context.lower() for t in tokens):
+            found.append(claim)
+    return found
+
+
 def test_supported_claims_in_real_llm_answers_are_kept(llm_client, demo_kb):
-    """False positives on real vLLM answers: each rewrites one help-center answer, so its claims come from it."""
+    """False positives on real vLLM answers: each rewrites one help-center answer, so its claims come from it.
+    Asks until 100 supported claims have been seen (at most 320 calls, 8 at a time, so vLLM batches them)."""
     answers = [e["answer"] for e in demo_kb.entries() if claims(e["answer"]) and not e["answer_id"].startswith("zh_")]
     prompts = [(answer, [{"role": "system", "content": "Rewrite the help-center text for a customer. Keep every "
                           "number, link and email exactly as written."},
                          {"role": "user", "content": answer}]) for answer in answers]
-    prompts = (prompts * 8)[:260]  # SmolLM2 keeps a claim in about 40 % of rewrites: enough calls for 100 claims
-    results: list[tuple[str, str]] = []
+    wanted, most_calls = 100, 320
+    calls = itertools.count()
+    supported: list[tuple[str, bool]] = []
     lock = threading.Lock()
 
-    def ask(chunk):
-        for context, messages in chunk:
-            text = llm_client.complete(messages, max_tokens=64, temperature=0.7).text
+    def ask():
+        while True:
             with lock:
-                results.append((context, text))
+                if len(supported) >= wanted:
+                    return
+                index = next(calls)
+            if index >= most_calls:
+                return
+            context, messages = prompts[index % len(prompts)]
+            text = llm_client.complete(messages, max_tokens=64, temperature=0.7).text
+            check = AnswerCheck(sources_of([], "", "", []) + [context], "")
+            unsupported = check.unsupported(text)
+            with lock:
+                supported.extend((claim.text, claim in unsupported) for claim in _independently_supported(context, text))
 
-    workers = [threading.Thread(target=ask, args=(prompts[i::4],)) for i in range(4)]
+    workers = [threading.Thread(target=ask) for _ in range(8)]
     for worker in workers:
         worker.start()
     for worker in workers:
         worker.join()
-    assert len(results) >= 100
-    supported = flagged = 0
-    for context, text in results:
-        check = AnswerCheck(sources_of([], "", "", []) + [context], "")
-        # an independent test of "comes from the context": the claim has numbers or addresses, and each appears in
-        # the context as written ("30%" is not supported by "30 days"; "two days" has nothing to compare: skipped)
-        for claim in claims(text):
-            tokens = [t.strip(".") for t in re.findall(r"[\w.@%-]+", claim.text.lower())
-                      if any(ch.isdigit() or ch in "@." for ch in t)]
-            if tokens and all(t in context.lower() for t in tokens):
-                supported += 1
-                flagged += claim in check.unsupported(text)
-    assert supported >= 100, supported
-    assert flagged / supported <= 0.02, (flagged, supported)
+    assert len(supported) >= wanted, f"only {len(supported)} supported claims in {most_calls} answers"
+    flagged = [text for text, was_flagged in supported if was_flagged]
+    assert len(flagged) / len(supported) <= 0.02, (flagged, len(supported))
 
 
 def test_streaming_holds_back_only_what_may_be_a_claim():

@@ -9,7 +9,9 @@ from tests.conftest import run_cli
 def test_doctor_finds_and_loads_both_models():
     result = run_cli("doctor")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "ok   encoder minilm" in result.stdout and "ok   load smollm2" in result.stdout
+    encoder_line = next(line for line in result.stdout.splitlines() if "encoder" in line and "-d" in line)
+    assert encoder_line.lstrip().startswith("ok   encoder") and "minilm" in encoder_line and "384-d" in encoder_line
+    assert "ok   load smollm2" in result.stdout
     assert "ok   database" in result.stdout
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tandem.processes import free_port, port_in_use
-from tests.conftest import VENV_BIN, run_cli
+from tests.conftest import VENV_BIN, demo_rows, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +41,8 @@ def test_demo_starts_app_and_console_then_stops(tmp_path):
     assert f"http://127.0.0.1:{app_port}/api/v1/chat" in result.stdout
     assert f"http://127.0.0.1:{app_port}/v1" in result.stdout
     assert f"http://127.0.0.1:{console_port}/" in result.stdout
-    assert "knowledge    62 answers" in result.stdout
+    both_languages = demo_rows("answers.csv") + demo_rows("answers_zh.csv")
+    assert f"knowledge    {both_languages} answers" in result.stdout
     assert result.stdout.rstrip().endswith("stopped.")
     assert not processes_of(tmp_path / "home")
 

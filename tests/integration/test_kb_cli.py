@@ -7,7 +7,7 @@ import pytest
 
 from core.encoders import load_encoder
 from knowledge.chroma_kb import ChromaKnowledgeBase
-from tests.conftest import run_cli
+from tests.conftest import demo_rows, run_cli
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 pytestmark = pytest.mark.slow
@@ -22,12 +22,13 @@ def test_ingest_in_one_process_search_in_another(tmp_path):
     assert result.returncode == 1, result.stderr  # partial success: bad rows, good rows in
     assert "Traceback" not in result.stderr
     assert "bad row: extra.csv row 2: answer_id 'no_such_answer' is not in the knowledge base" in result.stderr
+    answers, questions = demo_rows("answers.csv"), demo_rows("questions.csv")
     summary = result.stdout.strip().splitlines()[-1]
-    assert summary.startswith("ingested 62 answers, 316 questions; 1 bad row (see above); version ")
+    assert summary.startswith(f"ingested {answers} answers, {questions} questions; 1 bad row (see above); version ")
     version = summary.rsplit(" ", 1)[-1]
 
     fresh = ChromaKnowledgeBase(load_encoder(), path=home / "chroma")  # a new client in this process reads what the CLI wrote
-    assert fresh.version == version and len(fresh) == 62
+    assert fresh.version == version and len(fresh) == answers
     assert fresh.search("how do i track my package", k=1)[0].answer_id == "track_order"
 
     missing = run_cli("kb", "remove", "no_such_answer", env={"TANDEM_HOME": str(home)})
@@ -40,6 +41,6 @@ def test_eval_prints_accuracy_and_latency_as_json():
                      "--limit", "60", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["queries"] == 60 and report["kb_answers"] == 62
+    assert report["queries"] == 60 and report["kb_answers"] == demo_rows("answers.csv")
     assert 0.75 <= report["top1"] <= report["top3"] <= 1.0
     assert report["search_p50_ms"] > 0 and report["end_to_end_p50_ms"] > report["search_p50_ms"]

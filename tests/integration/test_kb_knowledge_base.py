@@ -8,6 +8,7 @@ import pytest
 from core.encoders import load_encoder
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.index import FusionParams
+from tests.conftest import demo_rows
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 pytestmark = pytest.mark.slow
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 def demo_kb(tmp_path_factory) -> ChromaKnowledgeBase:
     kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path_factory.mktemp("demo") / "chroma")
     report = kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv"], progress=False)
-    assert (report.answers, report.questions, report.bad) == (62, 316, [])
+    assert (report.answers, report.questions, report.bad) == (demo_rows("answers.csv"), demo_rows("questions.csv"), [])
     return kb
 
 
@@ -150,7 +151,7 @@ def test_bad_queries_return_no_hits(demo_kb, query):
 def test_entries_search_filters_by_text(demo_kb):
     rows = demo_kb.entries(search="PAYPAL")
     assert rows and all("paypal" in " ".join(map(str, r.values())).lower() for r in rows)
-    assert len(demo_kb.entries()) == len(demo_kb) == 62
+    assert len(demo_kb.entries()) == len(demo_kb) == demo_rows("answers.csv")
 
 
 def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
@@ -168,7 +169,8 @@ def test_seed_demo_kb_fills_an_empty_kb_once(tmp_path):
     from knowledge.demo_kb import seed_demo_kb
 
     kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    both_languages = demo_rows("answers.csv") + demo_rows("answers_zh.csv")
     first = seed_demo_kb(kb)
-    assert "62 answers" in first and len(kb) == 62
+    assert f"{both_languages} answers" in first and len(kb) == both_languages
     again = seed_demo_kb(kb)
-    assert "already has 62 answers" in again
+    assert f"already has {both_languages} answers" in again
