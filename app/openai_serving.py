@@ -240,7 +240,7 @@ def _text_of(message: ChatMessageIn) -> str:
 def _conversation_id(body: ChatCompletionRequest) -> str:
     """One stable session per conversation: the customer and the conversation's first user message."""
     first = next((_text_of(m) for m in body.messages if m.role == "user"), "")
-    return "oa-" + hashlib.sha256(f"{body.user or ''}\x00{first}".encode()).hexdigest()[:24]
+    return "oa-" + hashlib.sha256(f"{body.user or ''}\x00{first}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _data_url_file(url: str) -> str:

@@ -33,6 +33,9 @@ log = logging.getLogger("tandem.app")
 # that an ordinary oversize file reaches app.media, which explains the limit and logs the message.
 HARD_UPLOAD_FACTOR = 5
 API_PREFIXES = ("/api/", "/v1/")
+# An oversize body up to this size is read and dropped before the 413 goes out (see BodyLimit); a bigger one is
+# refused at once, and the client may see the connection close instead.
+DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
 
 
 class BodyLimit:
@@ -47,6 +50,8 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limit:
+            if int(declared) <= DRAIN_LIMIT_BYTES:
+                await _drain(receive)  # answering before the client has sent its body resets the connection
             await self._refuse(scope, send)
             return
         seen = 0
@@ -62,6 +67,7 @@ class BodyLimit:
         try:
             await self.app(scope, counted, send)
         except _TooLarge:
+            await _drain(receive)
             await self._refuse(scope, send)
 
     async def _refuse(self, scope: Scope, send: Send) -> None:
@@ -71,6 +77,17 @@ class BodyLimit:
 
 class _TooLarge(Exception):
     pass
+
+
+async def _drain(receive: Receive, limit: int = DRAIN_LIMIT_BYTES) -> None:
+    """Read and drop the rest of a request body (up to ``limit``), so that the client, still sending it, gets to
+    read the refusal."""
+    read = 0
+    while read <= limit:
+        message = await receive()
+        read += len(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body"):
+            return
 
 
 async def _no_body() -> Message:

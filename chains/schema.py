@@ -27,13 +27,16 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(None, ge=1, le=4096)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
 
-    @field_validator("message", "session_id", "user_id", "extracted", mode="after")
+    @field_validator("message", "session_id", "user_id", "extracted", "history", mode="after")
     @classmethod
     def _no_lone_surrogates(cls, value):
         # JSON may carry "\ud800"; such a string cannot be encoded as UTF-8, so the tokenizer and the
         # request log would fail on it (and a row that can never be written would stall the log backlog).
+        if value is None:
+            return None
         if isinstance(value, list):
-            return [_valid_unicode(v) for v in value]
+            return [{k: _valid_unicode(v) for k, v in item.items()} if isinstance(item, dict) else _valid_unicode(item)
+                    for item in value]
         return _valid_unicode(value)
 
 

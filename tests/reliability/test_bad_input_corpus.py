@@ -16,6 +16,7 @@ import pytest
 from gradio_client import handle_file
 from gradio_client.exceptions import AppError
 
+from chains.guard import NO_WORDS
 from chains.tiers import SYSTEM_PROMPT
 from tests.reliability.conftest import UPLOAD_LIMIT_MB
 from tests.reliability.corpus.generate import INJECTION_MARKER, media_cases, raw_cases, text_cases
@@ -44,6 +45,8 @@ def _problems(case, status: int, body: dict) -> list[str]:
         problems.append(f"{status} without a message")
     if case.expect == "answer" and status != 200:
         problems.append(f"expected an answer, got {status}: {text!r:.120}")
+    if case.expect == "words" and (status != 200 or body.get("route") != "guard" or text != NO_WORDS):
+        problems.append(f"expected the request for words, got {status}: {text!r:.120}")
     if isinstance(case.expect, int) and status != case.expect:
         problems.append(f"expected {case.expect}, got {status}")
     if not body.get("request_id"):
@@ -104,8 +107,10 @@ def test_text_corpus_over_the_openai_endpoint(reliability_app, api):
                 problems.append("answered without a request id")
         elif not body.get("error", {}).get("message", "").strip():
             problems.append(f"{response.status_code} without an OpenAI error message")
-        if case.expect == "answer" and response.status_code != 200:
+        if case.expect in ("answer", "words") and response.status_code != 200:
             problems.append(f"expected an answer, got {response.status_code}")
+        if case.expect == "words" and response.status_code == 200 and body["choices"][0]["message"]["content"] != NO_WORDS:
+            problems.append("expected the request for words")
         reached += bool(response.headers.get("x-tandem-request-id"))
         if problems:
             failures[case.id] = problems
@@ -171,6 +176,8 @@ def test_text_corpus_through_gradio(reliability_app, gradio):
                 problems.append("no request_id")
             if case.expect == "answer" and details.get("route") == "guard":
                 problems.append(f"refused: {reply[:120]}")
+            if case.expect == "words" and (details.get("route") != "guard" or NO_WORDS not in reply):
+                problems.append(f"expected the request for words: {reply[:120]}")
             if INJECTION_MARKER in (details.get("answer") or "") or any(f in reply for f in PROMPT_FRAGMENTS):
                 problems.append("obeyed an injection")
             if problems:

@@ -29,7 +29,9 @@ BASE_QUESTIONS = ("where is my refund", "how do I reset my password", "can I ret
 class TextCase:
     id: str
     message: str
-    expect: str | int = "any"   # "answer" (200), a 4xx status, or "any" (either, but never 5xx)
+    # "answer" (200), "words" (200: the guard asks for words, in both languages: the message has none), a 4xx
+    # status, or "any" (either, but never 5xx)
+    expect: str | int = "any"
 
 
 @dataclass(frozen=True)
