@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
 
 
 def update_readme_section(name: str, section: str, readme: Path = README) -> None:
@@ -29,5 +30,7 @@ def settings_markdown() -> str:
         default = field.default if field.default is not None else ""
         if name == "home":
             default = ".tandem"
+        # Defaults under the checkout are shown relative to it, so the table is the same in every clone.
+        default = str(default).replace(str(REPO) + "/", "").replace(str(REPO.parent) + "/", "../")
         rows.append(f"| `TANDEM_{name.upper()}` | `{default}` | {(field.description or '').replace('|', '/')} |")
     return "\n".join(rows)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
 
 from core.errors import TandemError
 from tandem.commands import cluster, console, demo, kb, llm, ops, routing, serve
+
+# transformers draws a "Loading weights" bar for every model it loads; on a terminal that is noise around a one-line
+# answer or error. Our own progress bars (ingest, tuning, conversion) are plain tqdm and stay.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 cli = typer.Typer(help="Tandem: hybrid-inference customer-service chat.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)

@@ -145,7 +145,8 @@ def test_orders_feedback_and_conversation_memory_work_on_postgresql(cluster, clu
     with cluster_db.session() as session:
         assert session.get(RequestLog, follow_up["request_id"]) is not None
         assert session.exec(select(Feedback).where(Feedback.request_id == order["request_id"])).first().rating == 1
-        turns = session.exec(select(ChatMessage).where(ChatMessage.session_id == "pg-session")).all()
+        turns = session.exec(select(ChatMessage).where(ChatMessage.session_id == "pg-session")
+                             .order_by(ChatMessage.id)).all()  # the order the app reads history in
         assert [m.role for m in turns] == ["user", "assistant", "user", "assistant"]
 
 
