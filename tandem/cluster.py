@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -153,8 +154,11 @@ class Cluster:
                 shutil.chown(folder, "postgres", "postgres")
             subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "tandem"],
                            check=True, capture_output=True)
+        # SIGINT is PostgreSQL's fast shutdown: it ends the replicas' open sessions and exits cleanly. SIGTERM (smart
+        # shutdown) would wait for those pooled sessions, run into the SIGKILL, and leave a stale postmaster.pid.
         return Child("postgres", [*as_postgres, f"{bindir}/postgres", "-D", str(data), "-p",
-                                  str(self.ports.postgres), "-k", str(folder), "-h", self.host], self.logs / "postgres.log")
+                                  str(self.ports.postgres), "-k", str(folder), "-h", self.host], self.logs / "postgres.log",
+                     stop_signal=signal.SIGINT)
 
     def _wait_postgres(self, timeout: float = 60) -> None:
         import psycopg2

@@ -61,8 +61,9 @@ class Child:
     """One subprocess in its own process group, logging to a file, that dies with its parent."""
 
     def __init__(self, name: str, args: Sequence[str], log: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None):
+                 cwd: Path | None = None, stop_signal: int = signal.SIGTERM):
         self.name, self.args, self.log, self.cwd = name, list(args), log, cwd
+        self.stop_signal = stop_signal  # what asks this program to shut down cleanly
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process: subprocess.Popen | None = None
 
@@ -127,11 +128,12 @@ def wait_http(url: str, timeout: float, child: Child | None = None, ok_below: in
 
 
 def stop_all(children: Iterable[Child], grace_s: float = STOP_GRACE_S) -> None:
-    """SIGTERM every group at once, wait up to ``grace_s`` in total, then SIGKILL what is left."""
+    """Ask every group to stop at once (SIGTERM, or the child's own stop signal), wait up to ``grace_s`` in total,
+    then SIGKILL what is left."""
     running = [c for c in children if c.process is not None]
     for child in running:
         if child.alive():
-            child.signal_group(signal.SIGTERM)
+            child.signal_group(child.stop_signal)
     deadline = time.monotonic() + grace_s
     for child in running:
         assert child.process is not None
