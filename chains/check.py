@@ -47,7 +47,8 @@ _WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
                  "ten": 10, "twelve": 12, "fourteen": 14, "fifteen": 15, "twenty": 20, "thirty": 30, "forty-eight": 48,
                  "sixty": 60, "ninety": 90, "hundred": 100}
 _DURATION = re.compile(rf"(\d+|{'|'.join(sorted(_WORD_NUMBERS, key=len, reverse=True))})"
-                       rf"(?:\s?(?:-|–|to|至|到)\s?(\d+))?[\s-]?({_UNIT})", re.IGNORECASE)
+                       rf"(?:\s?(?:-|–|to|至|到)\s?(\d+))?[\s-]?(?:(?:more|additional|extra|further|full)\s+)?({_UNIT})",
+                       re.IGNORECASE)  # "2-5 more business days" states the same span as "2-5 business days"
 _ORDER = re.compile(r"\b(?:NW-\d{6}|#?W\d{7})\b|(?:order|订单)\s*(?:number|no\.?|#|号)?\s*:?\s*#?(\d{5,})",
                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")

@@ -155,3 +155,6 @@ def exit_on_signals() -> None:
 
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGHUP, interrupt)
+    # A shell starts background jobs with SIGINT ignored, and Python then keeps ignoring it; a launcher must still
+    # stop on Ctrl-C (or `kill -INT`) wherever it was started from.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
