@@ -200,32 +200,30 @@ class BatchingEncoder(Encoder):
         mine = _Pending(texts[0])
         with self._cv:
             self._queue.append(mine)
-            while mine.vector is None:
-                if not self._busy:
-                    self._busy = True
-                    batch = self._take_batch()
-                    break
-                self._cv.wait()
-            else:
-                return mine.vector[None, :]
-        try:
-            vectors = self.inner.encode_queries([p.text for p in batch])
-        except BaseException:
+        while True:  # wait for a pass that serves this message, or lead one (possibly for others first)
             with self._cv:
+                while mine.vector is None and self._busy:
+                    self._cv.wait()
+                if mine.vector is not None:
+                    return mine.vector[None, :]
+                self._busy = True
+                batch = self._take_batch()
+            try:
+                vectors = self.inner.encode_queries([p.text for p in batch])
+            except BaseException:
+                with self._cv:
+                    self._busy = False
+                    # the others go back for another leader to retry; this message fails with the exception
+                    self._queue = [p for p in batch + self._queue if p is not mine]
+                    self._cv.notify_all()
+                raise
+            with self._cv:
+                for pending, vector in zip(batch, vectors):
+                    pending.vector = vector
+                self.passes += 1
+                self.messages += len(batch)
                 self._busy = False
-                self._queue = [p for p in batch if p is not mine] + self._queue  # let another leader retry them
                 self._cv.notify_all()
-            raise
-        with self._cv:
-            for pending, vector in zip(batch, vectors):
-                pending.vector = vector
-            self.passes += 1
-            self.messages += len(batch)
-            self._busy = False
-            self._cv.notify_all()
-        if mine.vector is None:  # the queue was longer than one batch: wait for (or lead) the next pass
-            return self.encode_queries(texts, batch_size)
-        return mine.vector[None, :]
 
     def _take_batch(self) -> list[_Pending]:
         """The oldest waiting message and those of a similar length (within 2x): a batch is padded to its longest

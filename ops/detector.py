@@ -86,6 +86,9 @@ def minute_series(frame: pd.DataFrame, feedback: pd.DataFrame | None = None) -> 
     return out.sort_index()
 
 
+LATENCY_FLOOR_MS = 10.0
+
+
 def _spread(history: pd.Series, kind: str, typical_n: float) -> float:
     values = history.to_numpy(dtype=float)
     median = float(np.median(values))
@@ -93,7 +96,9 @@ def _spread(history: pd.Series, kind: str, typical_n: float) -> float:
     if kind == "rate":
         p = min(max(median, 0.02), 0.98)
         return max(mad, math.sqrt(p * (1 - p) / max(typical_n, 1.0)), 0.01)
-    return max(mad, 0.05 * abs(median), 1.0)
+    # A latency spread is at least 5 % of the usual value and 10 ms: a cache hit going from 12 to 30 ms on a busy
+    # host is noise to an operator, not an incident worth a page.
+    return max(mad, 0.05 * abs(median), LATENCY_FLOOR_MS)
 
 
 def evaluate(series: pd.DataFrame, now: datetime, params: DetectorParams | None = None) -> list[SeriesState]:
