@@ -10,6 +10,8 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
@@ -28,8 +30,14 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
 
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
     configured database (what the running app uses)."""
-    encoder = kb.encoder
-    known = dict(zip(texts, encoder.encode_queries(texts, batch_size=64))) if texts else {}
+    # Each message is embedded by the encoder of its language's vector space (e5 for Chinese), as the chain does.
+    encoder_for = getattr(kb, "encoder_for", lambda text: kb.encoder)
+    known: dict[str, np.ndarray] = {}
+    by_encoder: dict[int, list[str]] = {}
+    for text in dict.fromkeys(texts or []):
+        by_encoder.setdefault(id(encoder_for(text)), []).append(text)
+    for group in by_encoder.values():
+        known.update(zip(group, encoder_for(group[0]).encode_queries(group, batch_size=64)))
     settings = get_settings()
     name = router_name or settings.router
     if live:
@@ -39,7 +47,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
     else:
         router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
-                       else encoder.encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
+                       else encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
                        db=None, run_tools=False)
 
 

@@ -96,9 +96,11 @@ def _spread(history: pd.Series, kind: str, typical_n: float) -> float:
     if kind == "rate":
         p = min(max(median, 0.02), 0.98)
         return max(mad, math.sqrt(p * (1 - p) / max(typical_n, 1.0)), 0.01)
-    # A latency spread is at least 5 % of the usual value and 10 ms: a cache hit going from 12 to 30 ms on a busy
-    # host is noise to an operator, not an incident worth a page.
-    return max(mad, 0.05 * abs(median), LATENCY_FLOOR_MS)
+    # A latency spread is at least 5 % of the usual value and 10 ms (a cache hit going from 12 to 30 ms on a busy
+    # host is noise to an operator, not an incident worth a page), and at least the sampling noise of a p95 taken
+    # over the few requests a route sees in a minute (about half the value over sqrt(n)); a quiet route's p95 is
+    # nearly its maximum, and a MAD over repeated maxima understates how much it wanders.
+    return max(mad, 0.05 * abs(median), 0.5 * abs(median) / math.sqrt(max(typical_n, 1.0)), LATENCY_FLOOR_MS)
 
 
 def evaluate(series: pd.DataFrame, now: datetime, params: DetectorParams | None = None) -> list[SeriesState]:

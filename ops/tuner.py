@@ -180,8 +180,10 @@ def _judge(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, A
     """A window after a change: keep it if the objective and the quality guard did not get worse, else undo it."""
     objective = watch.detail["objective"]
     before = watch.detail["before"]
-    since = frame[frame["created_at"] >= pd.Timestamp(watch.created_at).tz_localize("UTC")
-                  if pd.Timestamp(watch.created_at).tzinfo is None else pd.Timestamp(watch.created_at)]
+    applied_at = pd.Timestamp(watch.created_at)
+    if applied_at.tzinfo is None:  # SQLite gives naive UTC, PostgreSQL aware
+        applied_at = applied_at.tz_localize("UTC")
+    since = frame[frame["created_at"] >= applied_at]
     after = modelled(since, current.route_threshold, current.rewrite_threshold, price_per_1k)
     routed = _routed(since)
     measured = {"llm_share": float((routed["route"] == "llm").mean()) if len(routed) else 0.0}
