@@ -51,7 +51,7 @@ $(SYSTEM_STAMP):
 	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core storage knowledge chains app console offline tandem bench tests
+	$(VENV)/bin/ruff check core storage knowledge chains ops app console offline tandem bench tests scripts
 	$(VENV)/bin/mypy
 
 test: setup system-deps lint
