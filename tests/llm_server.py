@@ -28,6 +28,7 @@ def llm_server_process(tandem_home):
     os.environ["TANDEM_VLLM_ARGS"] = TEST_VLLM_ARGS
     reset_settings()
     server = LLMServer(get_settings()).start(timeout=START_TIMEOUT_S)
+    server.warm_up()  # as `make demo` does: the engine's first generation is slow, and no test should pay for it
     yield server
     server.stop()
     if previous is None:
