@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 import httpx
 
 PR_SET_PDEATHSIG = 1
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")  # "psycopg2.errors.X: ..."
 STOP_GRACE_S = 8.0
 
 
@@ -102,11 +104,18 @@ class Child:
             self.process.wait(10)
 
     def last_line(self) -> str:
+        """The log's last line, preceded by the last exception it shows: what a failed start reports (uvicorn's
+        own last line, "Application startup failed", says nothing of why)."""
         try:
             lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
         except OSError:
             return "no log"
-        return lines[-1][:200] if lines else "empty log"
+        if not lines:
+            return "empty log"
+        errors = [ln for ln in lines if EXCEPTION_LINE.match(ln)]
+        if errors and errors[-1] != lines[-1]:
+            return f"{errors[-1][:300]} ... {lines[-1][:200]} (log: {self.log})"
+        return lines[-1][:300]
 
     def wait_http(self, url: str, timeout: float, ok_below: int = 500) -> bool:
         """Poll ``url`` until it answers with a status below ``ok_below``; False if the child died or time ran out."""
