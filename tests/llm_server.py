@@ -2,7 +2,8 @@
 
 ``llm_server_process`` starts it on a free port and points TANDEM_LLM_URL at it (apps the tests start inherit
 that). ``llm_server`` is what tests ask for: it hands out that server and starts it again first if an earlier
-test killed it (fault tests do), so every test begins with a live endpoint.
+test killed it (fault tests do), so every test begins with a live endpoint; fixtures of a wider scope that start
+apps on it call :func:`live` for the same promise.
 """
 
 from __future__ import annotations
@@ -38,11 +39,17 @@ def llm_server_process(tandem_home):
     reset_settings()
 
 
+def live(server):
+    """``server``, started again (and warmed up, like the first start) if an earlier test killed it."""
+    if not server.alive():
+        server.start(timeout=START_TIMEOUT_S)
+        server.warm_up()  # a restarted engine's first generation is as slow as a new one's
+    return server
+
+
 @pytest.fixture
 def llm_server(llm_server_process):
-    if not llm_server_process.alive():
-        llm_server_process.start(timeout=START_TIMEOUT_S)
-    return llm_server_process
+    return live(llm_server_process)
 
 
 @pytest.fixture

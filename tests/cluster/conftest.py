@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.llm_server import live
+
 TOKEN = "cluster-test-token"
 RATE_LIMIT = 10
 
@@ -25,7 +27,7 @@ def cluster(settings, llm_server_process):
     os.chmod(home, 0o755)
     ports = ClusterPorts(balancer=free_port(), first_replica=two_free_ports(), console=free_port(),
                          redis=free_port(), postgres=free_port(), chroma=free_port())
-    parts = Cluster(settings.model_copy(update={"home": home, "llm_url": llm_server_process.url}), replicas=2,
+    parts = Cluster(settings.model_copy(update={"home": home, "llm_url": live(llm_server_process).url}), replicas=2,
                     ports=ports, with_console=False, log=lambda line: None,
                     extra_env={"TANDEM_RATE_LIMIT_PER_MIN": str(RATE_LIMIT), "TANDEM_API_TOKEN": TOKEN,
                                "TANDEM_OPS_EVERY_MIN": "0"})

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import delete
 
+from tests.llm_server import live
+
 APP = Path(__file__).resolve().parents[2] / "console" / "app.py"
 PAGES = ["views/overview.py", "views/request_log.py", "views/tuning.py", "views/what_if.py",
          "views/knowledge_base.py", "views/router_training.py", "views/alerts.py", "views/autopilot.py"]
@@ -20,7 +22,7 @@ def traffic(settings, db, demo_kb, llm_server_process):
     from tests.console.traffic import drive
     from tests.vllm_load import engine_metrics, saturated, wait_for
 
-    url = llm_server_process.url
+    url = live(llm_server_process).url
     runtime = make_runtime(settings.model_copy(update={"llm_url": url}), db, demo_kb, use_llm=True)
     defaults = runtime.policy.current()
     runtime.policy.save({"overload_enter": 0.75, "overload_exit": 0.3}, "test", "degrade when vLLM queues")

@@ -14,6 +14,7 @@ import pytest
 
 from tandem.processes import free_port  # noqa: F401  (re-exported for the UI tests)
 from tests.apps import UPLOAD_LIMIT_MB, RunningApp, app_env, start_app, stop_app  # noqa: F401
+from tests.llm_server import live
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -22,7 +23,7 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 @pytest.fixture(scope="session")
 def app_server(tandem_home, tmp_path_factory, llm_server_process) -> RunningApp:
     # Long enough LLM answers to watch them stream and to press Stop midway (4 s or so on 2 CPU cores).
-    env = app_env(tandem_home, llm_server_process.url, TANDEM_LLM_MAX_TOKENS="128")
+    env = app_env(tandem_home, live(llm_server_process).url, TANDEM_LLM_MAX_TOKENS="128")
     app = start_app(tmp_path_factory.mktemp("app") / "serve.log", env)
     yield app
     stop_app(app)
