@@ -2,8 +2,8 @@
 
 Detector: for every series, the baseline is the median of the previous ``history_min`` minutes and the spread a
 robust one (1.4826 x the median absolute deviation), never below what counting noise alone gives for a rate
-(sqrt(p(1-p)/n)) or 5 % of a latency. Each new minute becomes a z-score, and a one-sided CUSUM adds them up:
-S = max(0, S + z - k); an alert opens when S >= h. With k = 1.5 and h = 3.0, chosen by simulation: a step
+(sqrt(p(1-p)/n)) or 5 % of a latency (and 25 ms). Each new minute becomes a z-score, and a one-sided CUSUM adds
+them up: S = max(0, S + z - k); an alert opens when S >= h. With k = 1.5 and h = 3.0, chosen by simulation: a step
 of 3 spreads is caught within 2 minutes half the time (the median delay is 2 minutes) and within 3 minutes 82 % of
 the time, a step of 4 spreads within 2 minutes 92 % of the time, and steady Gaussian noise on the eleven series
 raises about 0.37 false alerts a day (30 simulated days). Lower k or h catch a 3-spread step sooner only by
@@ -86,7 +86,7 @@ def minute_series(frame: pd.DataFrame, feedback: pd.DataFrame | None = None) -> 
     return out.sort_index()
 
 
-LATENCY_FLOOR_MS = 10.0
+LATENCY_FLOOR_MS = 25.0
 
 
 def _spread(history: pd.Series, kind: str, typical_n: float) -> float:
@@ -96,10 +96,11 @@ def _spread(history: pd.Series, kind: str, typical_n: float) -> float:
     if kind == "rate":
         p = min(max(median, 0.02), 0.98)
         return max(mad, math.sqrt(p * (1 - p) / max(typical_n, 1.0)), 0.01)
-    # A latency spread is at least 5 % of the usual value and 10 ms (a cache hit going from 12 to 30 ms on a busy
-    # host is noise to an operator, not an incident worth a page), and at least the sampling noise of a p95 taken
-    # over the few requests a route sees in a minute (about half the value over sqrt(n)); a quiet route's p95 is
-    # nearly its maximum, and a MAD over repeated maxima understates how much it wanders.
+    # A latency spread is at least 5 % of the usual value and 25 ms, and at least the sampling noise of a p95 taken
+    # over the few requests a route sees in a minute (about half the value over sqrt(n)). A quiet route's p95 is
+    # nearly its maximum, so one slow request (a GC pause, a neighbour's burst on a 2-core host) can double it for
+    # a minute: a small-tier p95 going from 40 to 86 ms, or a cache hit from 12 to 30 ms, is noise to an operator,
+    # not a page. A sustained rise of that size still alerts, after a few minutes instead of one.
     return max(mad, 0.05 * abs(median), 0.5 * abs(median) / math.sqrt(max(typical_n, 1.0)), LATENCY_FLOOR_MS)
 
 
