@@ -98,6 +98,19 @@ def demo_kb(encoder, tmp_path_factory):
     return kb
 
 
+@pytest.fixture(scope="session")
+def bilingual_kb(encoder, tmp_path_factory):
+    """The demo knowledge base with a Chinese vector space (e5) beside the English one; tests only read it."""
+    from core.encoders import load_encoder
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+    from knowledge.demo_kb import DEMO_FILES
+
+    kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("bilingual-kb") / "chroma",
+                             language_encoders={"zh": load_encoder("e5")})
+    kb.ingest(DEMO_FILES, progress=False)
+    return kb
+
+
 def make_runtime(settings, db, kb, *, llm=None, use_llm=False, **parts):
     """A runtime over the given parts (a test's own composition root)."""
     from chains.runtime import build_runtime

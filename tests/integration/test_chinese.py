@@ -14,21 +14,9 @@ from tests.conftest import fresh_db, make_runtime
 HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
-@pytest.fixture(scope="module")
-def bilingual(encoder, tmp_path_factory):
-    from core.encoders import load_encoder
-    from knowledge.chroma_kb import ChromaKnowledgeBase
-    from knowledge.demo_kb import DEMO_FILES
-
-    kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("zh-chain") / "chroma",
-                             language_encoders={"zh": load_encoder("e5")})
-    kb.ingest(DEMO_FILES, progress=False)
-    return kb
-
-
 @pytest.fixture()
-def runtime(settings, bilingual, tmp_path):
-    runtime = make_runtime(settings, fresh_db(tmp_path), bilingual)
+def runtime(settings, bilingual_kb, tmp_path):
+    runtime = make_runtime(settings, fresh_db(tmp_path), bilingual_kb)
     yield runtime
     runtime.close()
 
@@ -70,10 +58,10 @@ def test_a_mixed_chinese_english_message_is_chinese_and_finds_its_answer(runtime
     assert response.sources[0].answer_id == "zh_track_order" and language_of(response.answer) == "zh"
 
 
-def test_a_chinese_message_sent_to_the_llm_is_answered_in_chinese(settings, bilingual, tmp_path, llm_server):
+def test_a_chinese_message_sent_to_the_llm_is_answered_in_chinese(settings, bilingual_kb, tmp_path, llm_server):
     """The prompt names the reply language; the answer check replaces a reply in another language with the
     Chinese help-center answer, so the customer reads Chinese either way (the trace says which happened)."""
-    runtime = make_runtime(settings.model_copy(update={"llm_url": llm_server.url}), fresh_db(tmp_path), bilingual,
+    runtime = make_runtime(settings.model_copy(update={"llm_url": llm_server.url}), fresh_db(tmp_path), bilingual_kb,
                            use_llm=True)
     try:
         runtime.policy.save({"route_threshold": 0.0}, "test", "send this one to the LLM")

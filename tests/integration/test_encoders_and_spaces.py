@@ -58,14 +58,6 @@ def test_e5_prefixes_queries_and_passages_and_is_multilingual():
     assert not np.allclose(e5.encode_queries(["订单"]), e5.encode_passages(["订单"]))  # the prefixes differ
 
 
-@pytest.fixture(scope="module")
-def bilingual_kb(encoder, tmp_path_factory):
-    kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("bilingual") / "chroma",
-                             language_encoders={"zh": load_encoder("e5")})
-    kb.ingest(DEMO_FILES, progress=False)
-    return kb
-
-
 @pytest.mark.parametrize("message, answer_id", [("我的包裹怎么还没到", "zh_order_not_received"),
                                                 ("我的 order 还没到，怎么查物流", "zh_track_order"),
                                                 ("退貨政策是什麼", "zh_return_policy")])
