@@ -33,8 +33,9 @@ STAND_INS = {"url": "our website", "email": "our customer service", "phone": "ou
              "duration": "the time shown at checkout"}
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?]|\b(?:[a-z0-9-]+\.)+(?:com|org|"
-                  r"net|io|co|shop|store|example|info|biz|uk|de|fr|cn)\b(?:/[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?])?",
+_TLDS = "com|org|net|io|co|shop|store|example|info|biz|uk|de|fr|cn"
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?]|\b(?:[a-z0-9-]+\.)+(?:"
+                  rf"{_TLDS})\b(?:/[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?])?",
                   re.IGNORECASE)
 _PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?!\w)")
 _CURRENCY = r"(?:\$|€|£|¥|usd|eur|gbp|cny|rmb|dollars?|euros?|pounds?|美元|欧元|英镑|元|块)"
@@ -53,7 +54,8 @@ _ORDER = re.compile(r"\b(?:NW-\d{6}|#?W\d{7})\b|(?:order|订单)\s*(?:number|no\
                     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 # A stretch of streamed text that may be (the start of) a claim: held back until its sentence ends.
-_TRIGGER = re.compile(r"\d|[$€£¥@]|https?:|www\.|\.(?:com|org|net|io|co|shop|store|example)\b", re.IGNORECASE)
+# Built from the claim patterns' own parts: a claim the trigger missed would stream out unchecked.
+_TRIGGER = re.compile(rf"\d|[$€£¥@]|https?:|www\.|\.(?:{_TLDS})\b|\b(?:{'|'.join(_WORD_NUMBERS)})\b", re.IGNORECASE)
 _LINE_END = re.compile(r"[.!?。！？…)\]\"'”]\s*$")
 
 
@@ -85,13 +87,11 @@ class Verdict:
     replace_with_draft: bool = False
     handoff: bool = False
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.findings)
-
 
 def _number(text: str) -> float | None:
-    cleaned = text.replace(",", ".") if text.count(",") == 1 and "." not in text else text.replace(",", "")
+    # One comma and no dot is a decimal comma ("2,50 €"), unless three digits follow it ("$1,500").
+    decimal_comma = text.count(",") == 1 and "." not in text and not re.search(r",\d{3}$", text)
+    cleaned = text.replace(",", ".") if decimal_comma else text.replace(",", "")
     try:
         return float(cleaned)
     except ValueError:
@@ -235,7 +235,7 @@ class AnswerCheck:
 
 def _fragments(prompt: str, size: int = 8) -> list[str]:
     words = prompt.lower().split()
-    return [" ".join(words[i:i + size]) for i in range(0, max(0, len(words) - size), size)]
+    return [" ".join(words[i:i + size]) for i in range(0, len(words) - size + 1, size)]
 
 
 def _last_full_sentence(text: str) -> str:

@@ -167,9 +167,6 @@ class OnnxEncoder(Encoder):
             out[start:start + len(pooled)] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
         return out
 
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "backend": self.backend}
-
 
 class BatchingEncoder(Encoder):
     """Embeds messages that arrive together in one forward pass (micro-batching), with no timer.

@@ -3,8 +3,8 @@ exported as a Prometheus gauge per series and state, and sent to an optional web
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -110,8 +110,6 @@ def notify(db: Database, url: str, alerts: Sequence[Alert], tries: int = 3,
 
 
 def _finite(value: float) -> float:
-    return 0.0 if value != value else float(value)
+    """NaN and infinities (a series with no data, a zero spread) stored as 0: the database and JSON want numbers."""
+    return float(value) if math.isfinite(value) else 0.0
 
-
-def as_dict(alert: Alert) -> dict:
-    return json.loads(alert.model_dump_json())

@@ -25,7 +25,7 @@ from sqlmodel import col, select
 from core.policy import Thresholds
 from storage import policy_store
 from storage.db import Database
-from storage.tables import OpsEvent, RouterSettings
+from storage.tables import OpsEvent
 
 OBJECTIVES = {"llm_share": "LLM share", "p95_ms": "modelled p95 latency (ms)", "cost_per_1k": "cost per 1,000 requests"}
 AUTHOR = "autotune"
@@ -122,10 +122,6 @@ def pending_watch(db: Database) -> OpsEvent | None:
         if event.kind == "applied":
             return event
     return None
-
-
-def latest_version(db: Database) -> RouterSettings | None:
-    return policy_store.latest_row(db)
 
 
 def tune(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, Any], alerts_open: bool,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chains.check import AnswerCheck, claims
+from chains.check import AnswerCheck, StreamChecker, _fragments, claims
 from chains.tiers import SYSTEM_PROMPT
 
 CONTEXT = ("Standard shipping takes 3-5 business days and costs $4.90, free over $50. Returns within 30 days. "
@@ -30,6 +30,27 @@ def test_values_compare_normalised_not_as_written():
     assert check.unsupported(supported) == []
     invented = "It costs $5.90, arrives in 2 days, see northwind-deals.com, call 0800 123 4567, order NW-999999."
     assert {c.kind for c in check.unsupported(invented)} == {"amount", "duration", "url", "phone", "order"}
+
+
+def test_a_thousands_comma_is_not_read_as_a_decimal_comma():
+    check = AnswerCheck(["A gift card costs $1.50 to post; the 2,50 € fee is waived."], "question")
+    assert [c.text for c in check.unsupported("Posting costs $1,500.")] == ["$1,500"]
+    assert check.unsupported("Posting costs $1.50 and the 2,50 € fee is waived.") == []
+
+
+@pytest.mark.parametrize("invented, claim", [("Returns are accepted within thirty days.", "thirty days"),
+                                             ("See northwind-deals.de for more.", "northwind-deals.de")])
+def test_streaming_holds_back_every_kind_of_claim_the_check_knows(invented, claim):
+    """A claim that starts with a number word or a less common domain must not stream out before it is checked."""
+    stream = StreamChecker(AnswerCheck(["Returns are accepted within 14 days at northwind.example."], "question"))
+    words = [w + " " for w in invented.split()]
+    shown = "".join(stream.feed(w) for w in words) + stream.close()
+    assert claim not in shown and [f.value for f in stream.findings] == [claim], (shown, stream.findings)
+
+
+def test_prompt_echo_fragments_cover_every_full_chunk():
+    assert _fragments("one two three four five six seven eight") == ["one two three four five six seven eight"]
+    assert len(_fragments(" ".join(str(i) for i in range(16)))) == 2
 
 
 def test_default_policy_removes_contacts_and_replaces_invented_figures():
