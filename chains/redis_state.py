@@ -5,9 +5,11 @@
   a skewed clock counts the same.
 * Cache: each entry is one Redis string (``<prefix>e:<namespace>:<key hash>``) holding its payload, with Redis'
   own expiry; exact hits are one GET. For semantic hits every replica keeps a local copy of the namespace's
-  vectors, brought up to date from a per-namespace append-only list of entry ids (one LLEN per lookup, and an
-  LRANGE + MGET only for what is new), so a semantic lookup is a local matrix product plus one GET for the
-  winner, not a download of every vector.
+  entries, brought up to date from a per-namespace Redis stream of entry ids (one XRANGE for what is newer than
+  the last id read, and an MGET only for what is new), so a semantic lookup is a local matrix product, not a
+  download of every vector. Each append trims the stream of ids older than two entry lifetimes, so it holds at
+  most two TTLs of traffic however long the cache runs (stream ids are stable under trimming; list positions
+  were not).
 
 When Redis cannot be reached, every call falls back to a :class:`MemoryState` of this process (cache and limits
 per replica, the single-process behaviour), ``problem`` says so for /healthz and the console, and the next call
@@ -17,6 +19,7 @@ after ``retry_s`` tries Redis again. Nothing a customer sends fails because Redi
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import threading
@@ -52,11 +55,15 @@ return 0
 """
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class _Mirror:
-    """This replica's copy of one namespace's vectors, and how far into the namespace's id list it has read."""
+    """This replica's copy of one namespace's entries, and the last stream id of the namespace it has read."""
 
     def __init__(self) -> None:
-        self.read = 0
+        self.last_id = ""
         self.ids: list[str] = []
         self.entries: list[CacheEntry] = []
         self.matrix = np.zeros((0, 0), np.float32)
@@ -78,9 +85,9 @@ class RedisState(SharedState):
         self._clock = clock
         self._down_until = 0.0
         self.problem = ""
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the mirrors; a rate-limit check never waits on it
         self._mirrors: dict[str, _Mirror] = {}
-        self._counter = 0
+        self._counter = itertools.count()
 
     # --- fallback -------------------------------------------------------------------------------------
     def _call(self, action: Callable[[], T], fallback: Callable[[], T]) -> T:
@@ -104,9 +111,7 @@ class RedisState(SharedState):
     # --- rate limits ----------------------------------------------------------------------------------
     def hit(self, keys: Sequence[str], limit: int, window_s: float) -> float:
         def shared() -> float:
-            with self._lock:
-                self._counter += 1
-                member = f"{time.time_ns()}:{id(self)}:{self._counter}"
+            member = f"{time.time_ns()}:{id(self)}:{next(self._counter)}"
             wait_ms = self._window(keys=[f"{self.prefix}rl:{k}" for k in keys],
                                    args=[limit, int(window_s * 1000), member])
             return float(wait_ms) / 1000.0
@@ -151,9 +156,12 @@ class RedisState(SharedState):
             if not self._client.set(name, self._encode(entry), px=ttl_ms, nx=True):
                 return False
             ids = self._ids_key(entry.namespace)
+            # Ids older than two lifetimes name expired entries. Two, not one: stream ids are Redis' clock, this is
+            # the replica's, and a skew under one TTL must not trim live ids (or the one just added).
+            expired_before_ms = int(self._clock() * 1000) - 2 * ttl_ms
             pipe = self._client.pipeline()
-            pipe.rpush(ids, name)
-            pipe.pexpire(ids, ttl_ms)  # the list lives as long as its newest entry
+            pipe.xadd(ids, {"name": name}, minid=str(max(0, expired_before_ms)), approximate=False)
+            pipe.pexpire(ids, ttl_ms)  # the stream lives as long as its newest entry
             pipe.execute()
             return True
 
@@ -166,17 +174,13 @@ class RedisState(SharedState):
         ids_key = self._ids_key(namespace)
         with self._lock:
             mirror = self._mirrors.setdefault(namespace, _Mirror())
-            length = self._client.llen(ids_key)
-            if length == 0:  # nothing live in this namespace (expired, or never used): keep no copy of it
-                self._mirrors.pop(namespace, None)
-                return Vectors(np.zeros((0, 0), np.float32))
-            if length < mirror.read:  # the list expired and started again
-                mirror = self._mirrors[namespace] = _Mirror()
-            if length > mirror.read:
-                names = [n.decode() if isinstance(n, bytes) else str(n)
-                         for n in self._client.lrange(ids_key, mirror.read, length - 1)]
-                fresh = [self._decode(raw) for raw in self._client.mget(names)] if names else []
-                mirror.read = length
+            # Stream ids only grow (a stream that expired and started again continues after them): "after the
+            # last id read" is always exactly what is new.
+            new = self._client.xrange(ids_key, min=f"({mirror.last_id}" if mirror.last_id else "-", max="+")
+            if new:
+                mirror.last_id = _text(new[-1][0])
+                names = [_text((fields or {}).get(b"name", b"")) for _, fields in new]
+                fresh = [self._decode(raw) for raw in self._client.mget(names)]
                 for name, entry in zip(names, fresh):
                     if entry is not None:
                         mirror.ids.append(name)
