@@ -30,7 +30,7 @@ from storage.tables import OpsEvent, OpsLease, table_of, utcnow
 
 log = logging.getLogger(__name__)
 LEASE_NAME = "ops"
-TUNER_KINDS = ("applied", "kept", "skipped", "waiting", "confirmed", "rolled_back")
+TUNER_KINDS = ("applied", "kept", "skipped", "waiting", "confirmed", "rolled_back", "superseded")
 
 
 @dataclass
@@ -144,7 +144,8 @@ def _pass(db: Database, now: datetime, webhook: str, price_per_1k_tokens: float,
         report.tuner_event = tuner.tune(db, window, now, config, any(a.state == "open" for a in alerts.open_alerts(db)),
                                         price_per_1k_tokens)
         if report.tuner_event.kind == "rolled_back" and webhook:
-            report.delivered += alerts.notify(db, webhook, alerts.open_alerts(db)[:1])
+            rollback_alert = max((a for a in alerts.open_alerts(db) if a.series == "autotune"), key=lambda a: a.id or 0)
+            report.delivered += alerts.notify(db, webhook, [rollback_alert])
     return report
 
 

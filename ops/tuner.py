@@ -117,7 +117,7 @@ def record(db: Database, now: datetime, kind: str, message: str, detail: dict[st
 def pending_watch(db: Database) -> OpsEvent | None:
     """The last applied change that has not been confirmed or rolled back yet."""
     for event in events(db, 20):
-        if event.kind in ("confirmed", "rolled_back"):
+        if event.kind in ("confirmed", "rolled_back", "superseded"):
             return None
         if event.kind == "applied":
             return event
@@ -138,7 +138,7 @@ def tune(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, Any
             return record(db, now, "waiting", f"watching the change of {watch.created_at:%H:%M} until a full window "
                                                "has passed", {"applied_event": watch.id})
         judged = _judge(db, frame, now, config, watch, current, price_per_1k)
-        if judged.kind == "rolled_back":
+        if judged.kind in ("rolled_back", "superseded"):  # superseded: the operator's choice stands a window
             return judged
         # confirmed: the window just judged is also the evidence for the next step, so tuning does not stall
     if alerts_open:
@@ -173,7 +173,11 @@ def tune(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, Any
 
 def _judge(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, Any], watch: OpsEvent,
            current: Thresholds, price_per_1k: float) -> OpsEvent:
-    """A window after a change: keep it if the objective and the quality guard did not get worse, else undo it."""
+    """A window after a change: keep it if the objective and the quality guard did not get worse, else undo it.
+    A change someone has since replaced (an operator's save or undo) is not judged: undoing it would undo them."""
+    if current.version != watch.detail["version"]:
+        return record(db, now, "superseded", f"version {watch.detail['version']} (the automatic change) was replaced "
+                                             f"by version {current.version}; not judged", {"applied_event": watch.id})
     objective = watch.detail["objective"]
     before = watch.detail["before"]
     applied_at = pd.Timestamp(watch.created_at)

@@ -83,6 +83,10 @@ for event in events:
                         f"{previous['rewrite_threshold']} → {detail['rewrite']}.")
             st.markdown(f"*Undo*: roll back to version {detail['previous_version']} (below, or on the Tuning page).")
             if st.button(f"Undo: restore version {detail['previous_version']}", key=f"undo_{event.id}"):
-                restored = policy_store.rollback(ui.db(), int(detail["previous_version"]), author=ui.operator())
-                st.session_state[FLASH_KEY] = f"Version {detail['previous_version']} restored as {restored.version}."
+                # The two thresholds the tuner changed, not the whole old version: an operator who switched the
+                # autopilot off since must not find it switched on again by an undo.
+                restored = policy_store.save(ui.db(), previous, ui.operator(),
+                                             f"undo automatic change: thresholds of version {detail['previous_version']}")
+                st.session_state[FLASH_KEY] = (f"The thresholds of version {detail['previous_version']} are live again "
+                                               f"as version {restored.version}.")
                 st.rerun()

@@ -61,4 +61,10 @@ def test_an_automatic_change_is_explained_and_undone_from_the_autopilot_page(sig
     restored = policy_store.current(db)
     assert restored.route_threshold == before.route_threshold and restored.version > event.detail["version"]
     history = policy_store.history(db, limit=3)
-    assert history[0].reason == f"rollback to version {before.version}" and history[1].author == tuner.AUTHOR
+    assert history[0].reason == f"undo automatic change: thresholds of version {before.version}"
+    assert history[1].author == tuner.AUTHOR
+    # A window later the tuner does not judge (and so cannot roll back) the change the operator already undid.
+    judged = tuner.tune(db, frame, utcnow() + timedelta(minutes=int(config["window_min"]) + 1), config,
+                        alerts_open=False, price_per_1k=0.002)
+    assert judged.kind == "superseded", judged.message
+    assert policy_store.current(db).version == restored.version
