@@ -136,9 +136,8 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
                for b in batches_without_shared_labels(examples, params.batch_size, params.seed + epoch)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=params.learning_rate, weight_decay=0.01)
     total = len(batches)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / max(1, params.warmup_steps))
-        * max(0.0, (total - step) / max(1, total - params.warmup_steps)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_then_linear_decay(
+        step, total, params.warmup_steps))
 
     def embed(texts: list[str]) -> torch.Tensor:
         tokens = tokenizer(texts, padding=True, truncation=True, max_length=TransformerEncoder.max_length,
@@ -187,9 +186,19 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
     (tmp / STAMP_FILE).write_text(json.dumps(stamp, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
+    first_loss = f"{losses[0]:.3f}" if losses else "n/a"
     log(f"tuned encoder {version}: {len(examples)} examples, {total} steps in {stamp['seconds']:.0f} s "
-        f"(loss {losses[0]:.3f} -> {stamp['final_loss']})")
+        f"(loss {first_loss} -> {stamp['final_loss']})")
     return stamp
+
+
+def warmup_then_linear_decay(step: int, total: int, warmup: int) -> float:
+    """The learning-rate factor: up linearly to 1 over the warm-up, then down linearly to 0; never above 1. A small
+    KB has few steps, so the warm-up is at most half of them."""
+    warmup = max(1, min(warmup, total // 2))
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
 
 
 def top1_agreement(encoder: Encoder, questions: dict[str, list[str]], sample: int = 400, seed: int = 13) -> float:
