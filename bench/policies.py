@@ -93,7 +93,7 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
         test = limited([q for q in hint3_test if q.group.endswith(bot)], sizes.per_bot_limit)
         groups.append(Group(f"hint3/{bot}", "that bot's train questions, one answer per intent", kb, test))
 
-    answers = {r["answer_id"]: r["answer"] for r in ds.read_csv(ds.data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
+    answers = ds.bitext_answers()
     questions = [(q.text, q.answer_id) for q in limited(ds.bitext("train"), sizes.bitext_kb_questions)]
     log(f"  Bitext: KB of {len(answers)} answers + {len(questions)} train questions (also the app's KB)")
     files = ds.write_kb_csvs(work / "bitext", answers, questions)

@@ -113,11 +113,18 @@ class TransformerEncoder(Encoder):
                                     return_tensors="pt")
             with self._lock, torch.inference_mode():
                 hidden = self.model(**tokens).last_hidden_state
-            mask = tokens["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            pooled = torch.nn.functional.normalize(pooled, dim=-1)
-            out[start:start + len(batch)] = pooled.numpy()
+            out[start:start + len(batch)] = mean_pooled(hidden, tokens["attention_mask"]).numpy()
         return out
+
+
+def mean_pooled(hidden: Any, attention_mask: Any) -> Any:
+    """Sentence vectors from a transformer's token states (torch tensors): the mean over real tokens, unit length.
+    Serving and tuning (offline/encoder_tuning.py) share it, so a tuned model is served as it was trained."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, dim=-1)
 
 
 ONNX_FILE = "model.onnx"

@@ -370,12 +370,14 @@ class ChromaKnowledgeBase(KnowledgeBase):
         step = min(256, store.batch_size(self._client))
         bar = tqdm(total=len(ids), desc=f"Re-embedding the KB with {self.encoder.name} {self.encoder.version}",
                    unit="rec", disable=len(ids) < 200, leave=False)
-        for start in range(0, len(ids), step):
-            chunk = slice(start, start + step)
-            self._collection.upsert(ids=ids[chunk], documents=docs[chunk], metadatas=metas[chunk],
-                                    embeddings=self.encoder.encode_passages(docs[chunk]))
-            bar.update(len(ids[chunk]))
-        bar.close()
+        try:
+            for start in range(0, len(ids), step):
+                chunk = slice(start, start + step)
+                self._collection.upsert(ids=ids[chunk], documents=docs[chunk], metadatas=metas[chunk],
+                                        embeddings=self.encoder.encode_passages(docs[chunk]))
+                bar.update(len(ids[chunk]))
+        finally:
+            bar.close()
         store.write_version(self._client, self._collection, "", self.encoder.version)
 
     def reload(self) -> None:

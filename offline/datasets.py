@@ -54,6 +54,11 @@ def bitext(split: str) -> list[Query]:
     return [Query(r["query"], 0, r["answer_id"], "bitext") for r in read_csv(data_dir() / "bitext_cs_faq" / f"{split}.csv")]
 
 
+def bitext_answers() -> dict[str, str]:
+    """The Bitext FAQ's 27 answers by answer_id: the KB every Bitext evaluation builds on."""
+    return {r["answer_id"]: r["answer"] for r in read_csv(data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
+
+
 def hint3(split: str) -> list[Query]:
     return [Query(r["query"], int(r["in_scope"] != "True"), r["intent"] if r["in_scope"] == "True" else "",
                   f"hint3/{r['bot']}") for r in read_csv(data_dir() / "hint3" / f"{split}.csv")]

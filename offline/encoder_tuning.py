@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.encoders import STAMP_FILE, Encoder, TransformerEncoder, folder_version
+from core.encoders import STAMP_FILE, Encoder, TransformerEncoder, folder_version, mean_pooled
 
 TUNING_FORMAT = 1
 
@@ -142,10 +142,7 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
     def embed(texts: list[str]) -> torch.Tensor:
         tokens = tokenizer(texts, padding=True, truncation=True, max_length=TransformerEncoder.max_length,
                            return_tensors="pt")
-        hidden = model(**tokens).last_hidden_state
-        mask = tokens["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(pooled, dim=-1)
+        return mean_pooled(model(**tokens).last_hidden_state, tokens["attention_mask"])
 
     losses: list[float] = []
     bar = tqdm(total=total, desc="Tuning the encoder on the KB", unit="batch", disable=not progress)

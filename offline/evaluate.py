@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from core.policy import Thresholds
+from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
 from offline.datasets import Query
 from offline.kbs import build_kb
 from offline.route_batch import batch_chain, route_record
 
 MAX_IN_SCOPE_ESCALATION = 0.05
-DEMO = Path(__file__).resolve().parent.parent / "knowledge" / "demo"
 TARGETS = {
     "heldout_correct_on_small": ("≥ 0.95", lambda v: v >= 0.95),
     "heldout_in_scope_to_llm": ("≤ 0.10", lambda v: v <= 0.10),
@@ -96,7 +96,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
                     "rewrite_threshold": default.rewrite_threshold}
     with tempfile.TemporaryDirectory(prefix="tandem-eval-") as tmp:
         work = Path(tmp)
-        answers = {r["answer_id"]: r["answer"] for r in ds.read_csv(ds.data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
+        answers = ds.bitext_answers()
         bitext_files = ds.write_kb_csvs(work / "bitext", answers, [(q.text, q.answer_id) for q in ds.bitext("train")])
 
         for encoder in encoders:
@@ -151,7 +151,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
                 "real_in_scope_share": round(float((y == 0).mean()), 4), "n_test": len(test)}
 
         log("tau-bench hard requests (test) vs the demo shop KB; product τ")
-        kb = build_kb(DEMO / "answers.csv", DEMO / "questions.csv", log=log)
+        kb = build_kb(DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv", log=log)
         test = cut(ds.tau_bench(("test",)))
         records = _route(kb, test, default)
         report["tau_bench"] = {"llm_share": round(float(np.mean([r["route"] == "llm" for r in records])), 4),

@@ -38,6 +38,7 @@ from chains.features import feature_vector
 from chains.routers.artifacts import SHIPPED_ARTIFACT, read_artifact
 from chains.routers.base import RouteContext
 from chains.routers.evidence import DRAFT_NAMES, EVIDENCE_NAMES, draft_inputs, evidence_inputs
+from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
 from offline.datasets import Query
 from offline.kbs import build_kb
@@ -51,7 +52,6 @@ NATURAL_GROUPS = ("bitext-dev", "hint3", "banking77", "clinc150", "zh")
 # The hand-written groups are what customers really type against a FAQ written in other words: they count three
 # times in the fit (5-fold CV on them: AUROC 0.78 -> 0.79 natural English, 0.83 -> 0.89 Chinese).
 HANDWRITTEN_GROUPS, HANDWRITTEN_WEIGHT = ("bitext-dev", "zh"), 3.0
-DEMO = Path(__file__).resolve().parent.parent / "knowledge" / "demo"
 
 
 @dataclass
@@ -120,21 +120,17 @@ def _banking(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -
     score_queries(kb, _sample([q for q in bank if not ds.in_split_a(q.text)], 1500), table, "banking77")
 
 
-def _bitext_answers() -> dict[str, str]:
-    return {r["answer_id"]: r["answer"] for r in ds.read_csv(ds.data_dir() / "bitext_cs_faq" / "kb_answers.csv")}
-
-
 def _bitext(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
     bit = ds.bitext("train")
     log("Bitext: KB = the 27 answers + train part A")
-    kb = build_kb(*ds.write_kb_csvs(work / "bitext_a", _bitext_answers(),
+    kb = build_kb(*ds.write_kb_csvs(work / "bitext_a", ds.bitext_answers(),
                                     [(q.text, q.answer_id) for q in bit if ds.in_split_a(q.text)]), tune=tune, log=log)
     score_queries(kb, _sample([q for q in bit if not ds.in_split_a(q.text)], 400), table, "bitext")
 
 
 def _bitext_dev(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
     log("Bitext natural: KB = the 27 answers + all train questions; rows = the hand-written development set")
-    kb = build_kb(*ds.write_kb_csvs(work / "bitext", _bitext_answers(),
+    kb = build_kb(*ds.write_kb_csvs(work / "bitext", ds.bitext_answers(),
                                     [(q.text, q.answer_id) for q in ds.bitext("train")]), tune=tune, log=log)
     score_queries(kb, ds.bitext_dev(), table, "bitext-dev")
 
@@ -150,7 +146,7 @@ def _hint3(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> 
 
 def _tau_demo(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
     tau = ds.tau_bench(("train",))
-    demo_questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(DEMO / "questions.csv")]
+    demo_questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(DEMO_DIR / "questions.csv")]
     log("demo shop: KB = demo answers + questions part A; rows = tau-bench dev and held-out train, demo part B")
     kb = build_kb(*_demo_kb(work / "demo", demo_questions), tune=tune, log=log)
     score_queries(kb, ds.tau_bench(("dev",)) + [q for q in tau if not ds.in_split_a(q.text)]
@@ -210,7 +206,7 @@ def _demo_kb(folder: Path, questions: list[Query]) -> tuple[Path, Path]:
         writer = csv.writer(handle)
         writer.writerow(["query", "answer_id"])
         writer.writerows((q.text, q.answer_id) for q in questions if ds.in_split_a(q.text))
-    return DEMO / "answers.csv", kept
+    return DEMO_DIR / "answers.csv", kept
 
 
 # --- fitting -------------------------------------------------------------------------------------

@@ -114,6 +114,11 @@ def record(db: Database, now: datetime, kind: str, message: str, detail: dict[st
     return event
 
 
+def _applied_at(watch: OpsEvent) -> pd.Timestamp:
+    stamp = pd.Timestamp(watch.created_at)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp  # SQLite gives naive UTC, PostgreSQL aware
+
+
 def pending_watch(db: Database) -> OpsEvent | None:
     """The last applied change that has not been confirmed or rolled back yet."""
     for event in events(db, 20):
@@ -131,10 +136,7 @@ def tune(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, Any
     window = int(config.get("window_min", 30))
     watch = pending_watch(db)
     if watch is not None:
-        applied_at = pd.Timestamp(watch.created_at)
-        if applied_at.tzinfo is None:
-            applied_at = applied_at.tz_localize("UTC")
-        if pd.Timestamp(now) - applied_at < timedelta(minutes=window):
+        if pd.Timestamp(now) - _applied_at(watch) < timedelta(minutes=window):
             return record(db, now, "waiting", f"watching the change of {watch.created_at:%H:%M} until a full window "
                                                "has passed", {"applied_event": watch.id})
         judged = _judge(db, frame, now, config, watch, current, price_per_1k)
@@ -180,10 +182,7 @@ def _judge(db: Database, frame: pd.DataFrame, now: datetime, config: dict[str, A
                                              f"by version {current.version}; not judged", {"applied_event": watch.id})
     objective = watch.detail["objective"]
     before = watch.detail["before"]
-    applied_at = pd.Timestamp(watch.created_at)
-    if applied_at.tzinfo is None:  # SQLite gives naive UTC, PostgreSQL aware
-        applied_at = applied_at.tz_localize("UTC")
-    since = frame[frame["created_at"] >= applied_at]
+    since = frame[frame["created_at"] >= _applied_at(watch)]
     after = modelled(since, current.route_threshold, current.rewrite_threshold, price_per_1k)
     routed = _routed(since)
     measured = {"llm_share": float((routed["route"] == "llm").mean()) if len(routed) else 0.0}

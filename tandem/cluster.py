@@ -11,6 +11,7 @@ them down too (parent-death signal).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from core.errors import TandemError
 from core.settings import Settings
-from tandem.processes import Child, stop_all, wait_http
+from tandem.processes import Child, port_in_use, stop_all, wait_http
 
 NGINX_CONF = """worker_processes 1;
 events {{ worker_connections 1024; }}
@@ -152,8 +153,10 @@ class Cluster:
             folder.mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(folder, "postgres", "postgres")
-            subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "tandem"],
-                           check=True, capture_output=True)
+            made = subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", str(data), "-A", "trust", "-U", "tandem"],
+                                  capture_output=True, text=True)
+            if made.returncode != 0:
+                raise TandemError(f"PostgreSQL's initdb failed in {data}: {made.stderr.strip()[-400:]}")
         # SIGINT is PostgreSQL's fast shutdown: it ends the replicas' open sessions and exits cleanly. SIGTERM (smart
         # shutdown) would wait for those pooled sessions, run into the SIGKILL, and leave a stale postmaster.pid.
         return Child("postgres", [*as_postgres, f"{bindir}/postgres", "-D", str(data), "-p",
@@ -166,13 +169,13 @@ class Cluster:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                conn = psycopg2.connect(host=self.host, port=self.ports.postgres, user="tandem", dbname="postgres")
-                conn.autocommit = True
-                with conn.cursor() as cursor:
-                    cursor.execute("SELECT 1 FROM pg_database WHERE datname = 'tandem'")
-                    if cursor.fetchone() is None:
-                        cursor.execute("CREATE DATABASE tandem")
-                conn.close()
+                with contextlib.closing(psycopg2.connect(host=self.host, port=self.ports.postgres, user="tandem",
+                                                         dbname="postgres")) as conn:
+                    conn.autocommit = True
+                    with conn.cursor() as cursor:
+                        cursor.execute("SELECT 1 FROM pg_database WHERE datname = 'tandem'")
+                        if cursor.fetchone() is None:
+                            cursor.execute("CREATE DATABASE tandem")
                 return
             except psycopg2.OperationalError:
                 if time.monotonic() > deadline or not self.children["postgres"].alive():
@@ -303,14 +306,10 @@ def _postgres_bindir() -> str:
 
 
 def _wait_port(host: str, port: int, child: Child, timeout: float = 30) -> None:
-    import socket
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            sock.settimeout(0.5)
-            if sock.connect_ex((host, port)) == 0:
-                return
+        if port_in_use(host, port):
+            return
         if not child.alive():
             break
         time.sleep(0.2)

@@ -48,18 +48,21 @@ def read_artifact(path: Path) -> dict[str, Any]:
     return data
 
 
+def _newest_live(what: Any = RouterArtifact) -> Any:
+    """The query for the live promoted router (the newest one not retired): ``what`` is the row or a column."""
+    return select(what).where(col(RouterArtifact.retired).is_(False)).order_by(col(RouterArtifact.id).desc()).limit(1)
+
+
 def live_version(db: Database) -> int:
     """The id of the live promoted router, 0 when the shipped one is live (one indexed query)."""
     with db.session() as session:
-        row = session.exec(select(RouterArtifact.id).where(col(RouterArtifact.retired).is_(False))
-                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+        row = session.exec(_newest_live(RouterArtifact.id)).first()
     return int(row or 0)
 
 
 def live(db: Database) -> LiveArtifact:
     with db.session() as session:
-        row = session.exec(select(RouterArtifact).where(col(RouterArtifact.retired).is_(False))
-                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+        row = session.exec(_newest_live()).first()
     if row is None:
         return LiveArtifact(0, read_artifact(SHIPPED_ARTIFACT), "shipped")
     return LiveArtifact(int(row.id or 0), dict(row.params),
@@ -94,8 +97,7 @@ def promote(db: Database, candidate: Path | dict[str, Any], author: str, note: s
 def rollback(db: Database, author: str) -> LiveArtifact:
     """Retire the live promoted router: the one promoted before it (or the shipped one) is live again."""
     with db.session() as session:
-        row = session.exec(select(RouterArtifact).where(col(RouterArtifact.retired).is_(False))
-                           .order_by(col(RouterArtifact.id).desc()).limit(1)).first()
+        row = session.exec(_newest_live()).first()
         if row is None:
             raise TandemError("nothing to roll back: the shipped router is live")
         row.retired, row.retired_by, row.retired_at = True, author or "unknown", utcnow()
