@@ -68,13 +68,18 @@ class Messages:
 
     def minute(self, n: int, oos_share: float = 0.15, repeat_share: float = 0.4,
                repeats: Iterator[str] | None = None) -> list[str]:
-        """``n`` messages: repeats of common questions, new phrasings of KB questions, out-of-scope ones."""
+        """``n`` messages: repeats of common questions, new phrasings of KB questions, out-of-scope ones, in exactly
+        the shares given, shuffled. Exact, not drawn one by one: a live minute the tests call ordinary must be
+        ordinary by construction (a draw of 11 out-of-scope messages in 30 is a real 3-spread rise, and the detector
+        rightly alerted on it). History's minute-to-minute variety comes from sampling it (clone_history)."""
+        n_oos, n_repeat = round(n * oos_share), round(n * repeat_share)
+        kinds = ["oos"] * n_oos + ["repeat"] * n_repeat + ["fresh"] * (n - n_oos - n_repeat)
+        self.rng.shuffle(kinds)
         out = []
-        for _ in range(n):
-            draw = self.rng.random()
-            if draw < oos_share:
+        for kind in kinds:
+            if kind == "oos":
                 out.append(self.out_of_scope[self.rng.integers(len(self.out_of_scope))])
-            elif draw < oos_share + repeat_share:
+            elif kind == "repeat":
                 out.append(next(repeats) if repeats is not None else self.common[self.rng.integers(len(self.common))])
             else:
                 out.append(self.fresh[self.rng.integers(len(self.fresh))])
