@@ -43,8 +43,12 @@ def test_an_llm_answer_streams_in_several_pieces_and_logs_the_engines_tokens(run
     assert isinstance(final, ChatResponse) and final.route == "llm", final.reasons
     assert isinstance(items[0], Decided) and items[0].route == "llm" and items[0].request_id == final.request_id
     pieces = [i for i in items if isinstance(i, str)]
-    assert len(pieces) > 1 and "".join(pieces).strip() == final.answer
+    streamed = "".join(pieces).strip()
     logged = row(runtime, final.request_id)
+    assert len(pieces) > 1
+    if streamed != final.answer:  # the check may trim what SmolLM2 ends with (cut off, repeated): then it says so
+        assert streamed.startswith(final.answer.split("\n")[0]) and logged.findings, (streamed, final.answer)
+        assert {"truncated", "repeated"} & {f["kind"] for f in logged.findings}, logged.findings
     assert logged.completion_tokens > 0 and logged.model == "smollm2" and logged.latency_ms["generate"] > 0
 
 
