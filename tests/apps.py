@@ -16,6 +16,10 @@ from tests.conftest import VENV_BIN
 
 UPLOAD_LIMIT_MB = 1  # small, so an oversize upload needs only a small generated file
 START_TIMEOUT_S = 300  # MiniLM, OCR and Whisper load before the port opens; a busy 2-core machine is slow
+# gradio_client posts each job to the queue with httpx's 5 s default; with 8 jobs at once while vLLM and the app
+# share 2 cores, that post alone once took longer (CI: ReadTimeout in send_data). The browser has no such limit,
+# and these tests check answers, not latency (that is `make bench`).
+GRADIO_CLIENT_HTTPX = {"timeout": httpx.Timeout(120.0)}
 
 
 class RunningApp:

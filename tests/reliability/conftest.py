@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.apps import UPLOAD_LIMIT_MB, RunningApp, start_app, stop_app  # noqa: F401
+from tests.apps import GRADIO_CLIENT_HTTPX, UPLOAD_LIMIT_MB, RunningApp, start_app, stop_app  # noqa: F401
 from tests.apps import app_env as shared_app_env
 from tests.conftest import REPO, run_cli
 from tests.reliability.corpus.generate import INJECTION_DOC
@@ -87,7 +87,7 @@ def api(reliability_app):
 def gradio(reliability_app):
     from gradio_client import Client
 
-    return Client(reliability_app.url + "/", verbose=False)
+    return Client(reliability_app.url + "/", verbose=False, httpx_kwargs=GRADIO_CLIENT_HTTPX)
 
 
 # --- in-process service for the fault tests -------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tandem.processes import free_port  # noqa: F401  (re-exported for the UI tests)
-from tests.apps import UPLOAD_LIMIT_MB, RunningApp, app_env, start_app, stop_app  # noqa: F401
+from tests.apps import GRADIO_CLIENT_HTTPX, UPLOAD_LIMIT_MB, RunningApp, app_env, start_app, stop_app  # noqa: F401
 from tests.llm_server import live
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -33,7 +33,7 @@ def app_server(tandem_home, tmp_path_factory, llm_server_process) -> RunningApp:
 def gradio(app_server):
     from gradio_client import Client
 
-    return Client(app_server.url + "/", verbose=False)
+    return Client(app_server.url + "/", verbose=False, httpx_kwargs=GRADIO_CLIENT_HTTPX)
 
 
 def request_row(request_id: str):
