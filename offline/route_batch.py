@@ -31,7 +31,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
     configured database (what the running app uses)."""
     # Each message is embedded by the encoder of its language's vector space (e5 for Chinese), as the chain does.
-    encoder_for = getattr(kb, "encoder_for", lambda text: kb.encoder)
+    encoder_for = kb.encoder_for
     known: dict[str, np.ndarray] = {}
     by_encoder: dict[int, list[str]] = {}
     for text in dict.fromkeys(texts or []):

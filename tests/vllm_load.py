@@ -25,6 +25,12 @@ def engine_metrics(base_url: str) -> dict[str, float]:
     return out
 
 
+def engine_idle(base_url: str) -> bool:
+    """Nothing running or waiting in the engine (no generation left over from an earlier test)."""
+    counts = engine_metrics(base_url)
+    return counts["running"] == 0 and counts["waiting"] == 0
+
+
 def wait_for(predicate, timeout: float, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

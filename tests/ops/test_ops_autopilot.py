@@ -27,7 +27,7 @@ from tests.conftest import fresh_db, make_runtime
 from tests.faults import DelayProxy
 from tests.llm_server import live
 from tests.ops.traffic import START, Messages, SimClock, clone_history, logged_rows, minute_end, serve_minute
-from tests.vllm_load import engine_metrics, wait_for
+from tests.vllm_load import engine_idle, wait_for
 
 HISTORY_MIN = 180
 PER_MINUTE = 30
@@ -79,11 +79,6 @@ def warm(settings, ops_kb, upstream, tmp_path_factory):
     return {"pool": pool, "state": state, "messages": messages}
 
 
-def engine_idle(upstream: tuple[str, int]) -> bool:
-    counts = engine_metrics(f"http://{upstream[0]}:{upstream[1]}/v1")
-    return counts["running"] == 0 and counts["waiting"] == 0
-
-
 def minute_summary(db, minute: int) -> list[tuple]:
     """What a live minute routed, and why: the message a surprising alert needs."""
     start = START + timedelta(minutes=minute)
@@ -123,7 +118,8 @@ def run_incident(settings, ops_kb, upstream, warm, tmp_path, start_incident, web
     db = fresh_db(tmp_path, "ops")
     clone_history(db, warm["pool"], 0, HISTORY_MIN, PER_MINUTE)
     # Generations an earlier test abandoned must not share the 2 cores with this test's ordinary minutes.
-    assert wait_for(lambda: engine_idle(upstream), 120), "vLLM still busy with an earlier test's requests"
+    assert wait_for(lambda: engine_idle(f"http://{upstream[0]}:{upstream[1]}/v1"), 120), \
+        "vLLM still busy with an earlier test's requests"
     proxy = DelayProxy(*upstream)
     runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url}), db, ops_kb, use_llm=True,
                            state=warm["state"])
