@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 LATENCY_MEMORY_S = 10.0
 # vLLM figures older than this (endpoint gone, poller stuck) are ignored.
 METRICS_STALE_S = 5.0
+# A saturated engine on a small machine can take seconds to answer /metrics, and that is exactly when its queue
+# figure matters: a 1 s limit dropped every reading during a CI load test and the gate never saw the queue.
+METRICS_TIMEOUT_S = 3.0
 
 
 class Ewma:
@@ -69,10 +72,11 @@ class MetricsPoller:
     """Polls ``/metrics`` at most once per ``interval_s`` in a daemon thread started on first use.
 
     A 404 means the server is not vLLM (e.g. `transformers serve`): polling stops for good.
-    Connection errors just leave the last figures to go stale; polling continues.
+    Connection errors just leave the last figures to go stale; polling continues, and so does it after any
+    other error in one poll (the thread must not die silently and leave the gate blind).
     """
 
-    def __init__(self, url: str, interval_s: float = 1.0, timeout_s: float = 1.0,
+    def __init__(self, url: str, interval_s: float = 1.0, timeout_s: float = METRICS_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic):
         self.url = url
         self.interval_s = max(1.0, interval_s)
@@ -145,7 +149,10 @@ class MetricsPoller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.poll_once()
+            try:
+                self.poll_once()
+            except Exception:  # noqa: BLE001  (logged; the next poll may succeed)
+                log.exception("polling vLLM metrics at %s failed", self.url)
             self._stop.wait(self.interval_s)
 
 

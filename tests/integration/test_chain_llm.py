@@ -78,7 +78,7 @@ def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_
     try:
         with saturated(llm_server.url, "smollm2", requests=12):
             assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] >= 3, 60)
-            assert wait_for(lambda: not runtime.llm.admit("dave")[0], 10)
+            assert wait_for(lambda: not runtime.llm.admit("dave")[0], 30), runtime.llm.status()
             degraded = ask(runtime, "Can you recommend a gift for my dad?", user="dave", session="deg-1")
             vip = ask(runtime, "Can you recommend a gift for my mum?", user="vip-1", session="deg-2")
         assert degraded.route == "small" and degraded.degraded and tiers.DEGRADED_NOTICE in degraded.answer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,57 @@ def test_poller_gives_up_on_a_server_without_metrics(plain_web_server):
     assert poller.disabled_reason and "404" in poller.disabled_reason
     poller.ensure_started()  # must not start a thread once disabled
     assert poller._thread is None
+
+
+@pytest.fixture
+def slow_metrics_server():
+    """A real HTTP server that answers /metrics with captured vLLM text after 1.5 s, as a saturated engine can."""
+    body = FIXTURE.read_bytes()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802  (http.server's name)
+            time.sleep(1.5)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+    server.shutdown()
+
+
+def test_a_slow_metrics_answer_still_reaches_the_load_gate(slow_metrics_server):
+    tracker = LoadTracker(capacity=4, typical_latency_ms=1000, metrics_url=slow_metrics_server)
+    try:
+        deadline = time.monotonic() + 10
+        while tracker.components().get("queue") is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert tracker.components()["queue"] == 1.0  # 6 waiting in the captured text, 4 slots
+    finally:
+        tracker.close()
+
+
+def test_the_poll_thread_outlives_an_unexpected_error(plain_web_server, monkeypatch):
+    """Fake fault (named): one poll raises an error nothing in httpx or the parser raises on purpose."""
+    poller = MetricsPoller(f"{plain_web_server}/metrics")
+    calls = []
+
+    def flaky_poll():
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(poller, "poll_once", flaky_poll)
+    poller.ensure_started()
+    try:
+        deadline = time.monotonic() + 5
+        while len(calls) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(calls) >= 2 and poller._thread is not None and poller._thread.is_alive()
+    finally:
+        poller.close()
