@@ -54,14 +54,21 @@ def caught_within(rate: float, spreads: float, rng: np.random.Generator, trials:
     return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=200, help="simulated days per base rate (false alerts are rare: "
+                                                               "20 days cannot tell 0.01 a day from none)")
+    days = parser.parse_args(argv).days
     rng = np.random.default_rng(7)
-    print(f"k={K}, h={H}, {PER_MINUTE} requests a minute; 20 simulated days per base rate")
+    print(f"k={K}, h={H}, {PER_MINUTE} requests a minute; {days} simulated days per base rate")
     print("base rate | false alerts a day | 3-spread step caught <= 2 min / <= 3 min | 4-spread <= 2 min")
     for rate in (0.0, 0.02, 0.05, 0.125, 0.3, 0.45):
         two, three = caught_within(rate, 3.0, rng)
         four, _ = caught_within(rate, 4.0, rng)
-        print(f"{rate:9.3f} | {false_alerts_per_day(rate, 20, rng):18.2f} | {two:19.0%} / {three:.0%} | {four:.0%}")
+        print(f"{rate:9.3f} | {false_alerts_per_day(rate, days, rng):18.3f} | {two:19.0%} / {three:.0%} | {four:.0%}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
 class RouterChain:
-    """Holds the parts; ``decide``, ``route_only`` and ``chain`` are the LCEL runnables built from them."""
+    """Holds the parts; ``route_only`` and ``chain`` are the LCEL runnables built from them."""
 
     def __init__(self, *, kb: KnowledgeBase, router: Callable[[], Router], cache: ResponseCache | None,
                  rules: RuleBook | None, llm: LLM | None, db: Database | None,
@@ -48,18 +48,21 @@ class RouterChain:
         self.embed = embed or (lambda text: self.kb.encoder_for(text).encode_query(text))
         self.run_tools = run_tools and db is not None
         self.max_chars, self.top_k = max_chars, top_k
-        stages = [self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate]
-        runnables = [RunnableLambda(stage, name=stage.__name__.strip("_")) for stage in stages]
+        guard, lookup, rules_step, score, threshold, load_gate = (
+            RunnableLambda(stage, name=stage.__name__.strip("_"))
+            for stage in (self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate))
         # The routing decision alone (no load gate, no generation): what `route-batch` and replay need.
-        self.route_only: Runnable = runnables[0]
-        for runnable in runnables[1:-1]:
-            self.route_only = self.route_only | runnable
-        self.decide: Runnable = self.route_only | runnables[-1]
+        self.route_only: Runnable = guard | lookup | rules_step | score | threshold
+        # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
+        # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         self.settled_tier: Runnable = RunnableGenerator(self._settled, name="settled")
         self.small_tier: Runnable = RunnableGenerator(self._small_tier, name="small_tier")
         self.llm_tier: Runnable = RunnableGenerator(self._llm_tier, name="llm_tier")
-        self.chain: Runnable = (self.decide | RunnableLambda(self._select_tier, name="select_tier")
-                                | RunnableGenerator(self._remember, name="remember"))
+        unsettled: Runnable = (rules_step | score | threshold | load_gate
+                               | RunnableLambda(self._select_tier, name="select_tier")
+                               | RunnableGenerator(self._remember, name="remember"))
+        self.chain: Runnable = guard | lookup | RunnableLambda(
+            lambda turn: self.settled_tier if turn.done else unsettled, name="settled_or_route")
 
     # --- the one serving path -----------------------------------------------------------------------
     def stream(self, turn: Turn) -> Iterator[str | Decided | Turn]:

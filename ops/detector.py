@@ -6,11 +6,12 @@ robust one (1.4826 x the median absolute deviation), never below what counting n
 (sqrt(p(1-p)/n)) or 5 % of a latency (and 25 ms). Each new minute becomes a z-score (for a rate, also read from
 the exact binomial tail, see :func:`surprise`), and a one-sided CUSUM adds them up: S = max(0, S + z - k); an alert
 opens when S >= h. k = 1.5, h = 3.0; `python -m bench.detector_sim` measures them on simulated counts (30 requests
-a minute, 20 days per base rate from 0 to 0.45): no false alert a day on steady traffic at any base rate; a step of
-3 counting-noise spreads is caught within 2 minutes 14-55 % of the time and within 3 minutes 30-79 % (rarer
-events slower), a 4-spread step within 2 minutes 35-93 %. k = 1.0 catches a 3-spread step within 2 minutes
-33-72 % of the time but raises 0.3-0.55 false alerts a day per rate series, about 3 a day over the eight, past
-the one-a-day budget. (The Gaussian z alone, used before, paged 3-13 times a day on a rate whose base is 2 %.)
+a minute, 200 days per base rate from 0 to 0.45): 0-0.05 false alerts a day per rate series on steady traffic
+(about one every 5-10 days over all of them); a step of 3 counting-noise spreads is caught within 2 minutes
+15-55 % of the time and within 3 minutes 32-78 % (rarer events slower), a 4-spread step within 2 minutes
+36-94 %. k = 1.0 catches a 3-spread step within 2 minutes 33-72 % of the time but raises 0.3-0.55 false alerts a
+day per rate series, about 3 a day over the eight, past the one-a-day budget. (The Gaussian z alone, used before,
+paged 3-13 times a day on a rate whose base is 2 %.)
 A series with less than ``min_history_min`` minutes of data says it is still learning instead of alerting.
 """
 

@@ -190,20 +190,23 @@ def test_kb_change_that_retires_the_cache_opens_a_cache_hit_alert_within_2_minut
     assert "cache_hit_rate" in {a.series for a in opened}, [a.message for a in opened]
 
 
-def test_steady_traffic_raises_no_alert_over_24_simulated_hours(warm, tmp_path):
+def test_steady_traffic_opens_at_most_one_alert_over_24_simulated_hours(warm, tmp_path):
+    """The issue's budget: <= 1 false alert per simulated day. Each minute's rows are drawn at random from real
+    logged rows, so a minute carries real counting noise; the detector opens about one alert in 5-10 such days over
+    all its series (`python -m bench.detector_sim`), the Gaussian z it replaced 3-13 a day on one rare rate."""
     db = fresh_db(tmp_path, "steady")
     day = 24 * 60
     clone_history(db, warm["pool"], 0, HISTORY_MIN + day, PER_MINUTE, seed=23)
     frame = load_requests(db)
     frame = frame.assign(created_at=pd.to_datetime(frame["created_at"], utc=True))
     series = minute_series(frame, load_feedback(db))
-    opened = []
+    opened, alert_minutes = [], []
     for minute in range(HISTORY_MIN, HISTORY_MIN + day):
         states = evaluate(series, minute_end(minute))
-        assert {s.status for s in states} == {"ok"}, [(minute, s.name, s.value, s.baseline, s.spread) for s in states
-                                                      if s.status != "ok"]
+        alert_minutes += [(minute, s.name, s.value, s.baseline, s.spread) for s in states if s.status == "alert"]
         opened += alerts.reconcile(db, states, minute_end(minute))
-    assert opened == [], [(a.created_at, a.message) for a in opened]
+    assert len(opened) <= 1, ([(a.created_at, a.message) for a in opened], alert_minutes)
+    assert len(alert_minutes) <= 10, alert_minutes  # a false alert is a blip, not an hour of red
 
 
 def test_a_series_with_too_little_history_says_it_is_learning(warm, tmp_path):
