@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.server
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,14 @@ def test_slow_answers_raise_load_and_the_effect_fades_when_traffic_stops():
     assert tracker.load() == 0.0
 
 
+def _serving(handler) -> Iterator[str]:
+    """A real HTTP server on a free loopback port for as long as the fixture lives; yields its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
 @pytest.fixture
 def plain_web_server(tmp_path):
     """A real HTTP server that is not vLLM (a static file server): it answers /metrics with 404."""
@@ -92,11 +101,7 @@ def plain_web_server(tmp_path):
 
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
     handler.log_message = lambda *args: None  # type: ignore[method-assign]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    yield from _serving(handler)
 
 
 def test_poller_gives_up_on_a_server_without_metrics(plain_web_server):
@@ -123,10 +128,8 @@ def slow_metrics_server():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
-    server.shutdown()
+    for url in _serving(Slow):
+        yield url + "/metrics"
 
 
 def test_a_slow_metrics_answer_still_reaches_the_load_gate(slow_metrics_server):
@@ -140,9 +143,10 @@ def test_a_slow_metrics_answer_still_reaches_the_load_gate(slow_metrics_server):
         tracker.close()
 
 
-def test_the_poll_thread_outlives_an_unexpected_error(plain_web_server, monkeypatch):
-    """Fake fault (named): one poll raises an error nothing in httpx or the parser raises on purpose."""
-    poller = MetricsPoller(f"{plain_web_server}/metrics")
+def test_the_poll_thread_outlives_an_unexpected_error(monkeypatch):
+    """Fake fault (named): one poll raises an error nothing in httpx or the parser raises on purpose (the poll is
+    replaced, so no server is needed)."""
+    poller = MetricsPoller("http://127.0.0.1:9/metrics")
     calls = []
 
     def flaky_poll():
