@@ -114,7 +114,10 @@ class RouterChain:
                 hit = self.cache.lookup_exact(turn.text, turn.cache_key)
         if hit is None:
             with timed(turn, "embed"):
-                turn.vector = self.embed(turn.query)
+                turn.search_text = self.kb.search_text(turn.query)
+                turn.vector = self.embed(turn.search_text)
+            if turn.search_text != turn.query.strip():
+                turn.note("embed", "searched as mended", search_text=turn.search_text)
         if self.cache is None or follow_up:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else "disabled")
             return turn
@@ -157,7 +160,8 @@ class RouterChain:
             return turn
         evidence: dict[str, float] = {}
         with timed(turn, "retrieve"):
-            turn.hits = self.kb.search(turn.query, k=self.top_k, vector=turn.vector, evidence=evidence)
+            turn.hits = self.kb.search(turn.search_text or turn.query, k=self.top_k, vector=turn.vector,
+                                       evidence=evidence)
         with timed(turn, "score"):
             router = self.router()
             turn.context = RouteContext(vector=turn.vector, hits=turn.hits, evidence=evidence,

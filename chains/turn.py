@@ -28,6 +28,7 @@ class Turn:
     history: list[dict[str, str]] = field(default_factory=list)
     text: str = ""
     query: str = ""                      # what retrieval sees: the text, plus the last turn for follow-ups
+    search_text: str = ""                # the query as the KB embeds and matches it (typos mended, see focus)
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     route: str = ""

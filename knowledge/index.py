@@ -100,6 +100,7 @@ class FusionParams:
     # train/valid messages, top-1 0.82 at 0.1-0.15 against 0.71 at 0.9 and 0.76 with no lexical part.
     space_cjk_lexical_weight: float = 0.15
     ngram_weight: float = 0.2  # share of the character n-gram index in the lexical score (typos)
+    search_focus: bool = True  # mend typos and drop declined wishes before searching (knowledge.focus)
     decay: float = 0.6
     top_m: int = 3
     candidates: int = 200
@@ -162,6 +163,9 @@ class HybridIndex:
     support: list[bool] | None = None
     # Another index over the same texts (another encoder's space): its word indexes are shared, not rebuilt.
     lexical_of: HybridIndex | None = None
+    # Vectors of the KB's out-of-scope examples (messages it does not answer); never returned as hits, only read
+    # as evidence: how much closer a message comes to them than to anything the KB answers.
+    out_of_scope: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.embeddings = np.ascontiguousarray(self.embeddings, dtype=np.float32)
@@ -184,6 +188,14 @@ class HybridIndex:
             self._ngrams = (_BM25([ngram_tokens(t, p.ngram) for t in self.texts], p.bm25_k1, p.bm25_b)
                             if self.texts and p.ngram and p.ngram_weight > 0 else None)
         self._scale: tuple[float, float] | None = None
+        width = self.embeddings.shape[1] if self.embeddings.size else 0
+        if self.out_of_scope is not None and len(self.out_of_scope):
+            self.out_of_scope = np.ascontiguousarray(self.out_of_scope, dtype=np.float32).reshape(
+                len(self.out_of_scope), -1)
+            if width and self.out_of_scope.shape[1] != width:
+                raise ValueError("out-of-scope vectors must have the width of the records' embeddings")
+        else:
+            self.out_of_scope = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -217,10 +229,13 @@ class HybridIndex:
         lexical = self.lexical_scores(query) if lexical_weight > 0 else np.zeros_like(dense)
         results = self.rank(dense, lexical, lexical_weight, k)
         if evidence is not None:
-            evidence.update(self.evidence_of(raw, lexical))
+            outside = (np.einsum("ij,j->i", self.out_of_scope, qvec) if self.out_of_scope is not None
+                       else np.zeros(0, dtype=np.float32))
+            evidence.update(self.evidence_of(raw, lexical, outside))
         return results
 
-    def evidence_of(self, raw: np.ndarray, lexical: np.ndarray, neighbours: int = 10) -> dict[str, float]:
+    def evidence_of(self, raw: np.ndarray, lexical: np.ndarray, outside: np.ndarray | None = None,
+                    neighbours: int = 10) -> dict[str, float]:
         """How close the message comes to what the KB knows, in terms that mean the same for any KB and encoder.
 
         ``dense_top`` is the best cosine to any stored text and ``dense_z`` the same put on this KB's own scale
@@ -228,6 +243,11 @@ class HybridIndex:
         an out-of-scope message is far from every question, whatever the encoder's cosine range. The
         neighbours' agreement is the share of the nearest ``neighbours`` records that point at the answer of
         the nearest one (kNN voting); the dense margin is the gap to the best record of any other answer.
+
+        ``outside`` holds the message's cosines to the KB's out-of-scope examples. When there are any,
+        ``oos_gap`` is how much closer the nearest of them comes than the nearest answerable record, and
+        ``oos_knn`` the share of them among the nearest ``neighbours`` of both kinds; ``has_oos`` says whether
+        the KB has such examples at all (without them both read 0, and the router knows not to expect them).
         """
         n = min(neighbours, len(raw))
         top = np.argpartition(-raw, n - 1)[:n]
@@ -241,7 +261,21 @@ class HybridIndex:
                 "dense_mean": float(raw[top[: min(5, n)]].mean()),
                 "dense_margin": dense_top - (float(others.max()) if others.size else 0.0),
                 "agreement": float(np.mean(self._record_answer[top] == best_answer)),
-                "lexical_top": float(lexical.max()) if lexical.size else 0.0}
+                "lexical_top": float(lexical.max()) if lexical.size else 0.0,
+                **self._outside_evidence(raw[top], outside, neighbours)}
+
+    @staticmethod
+    def _outside_evidence(nearest: np.ndarray, outside: np.ndarray | None, neighbours: int) -> dict[str, float]:
+        """``has_oos``, ``oos_gap`` and ``oos_knn`` (see :meth:`evidence_of`) from the nearest answerable records'
+        cosines (best first) and the cosines to the out-of-scope examples."""
+        if outside is None or not outside.size:
+            return {"has_oos": 0.0, "oos_gap": 0.0, "oos_knn": 0.0}
+        n = min(neighbours, outside.size)
+        closest_outside = -np.sort(np.partition(-outside, n - 1)[:n])  # the n largest cosines, best first
+        merged = np.concatenate([nearest, closest_outside])
+        order = np.argsort(-merged, kind="stable")[:neighbours]
+        return {"has_oos": 1.0, "oos_gap": float(closest_outside[0] - nearest[0]),
+                "oos_knn": float(np.mean(order >= len(nearest)))}
 
     def scale(self, sample: int = 1500, seed: int = 13) -> tuple[float, float]:
         """(median, spread) of the KB's own nearest-paraphrase cosine: each sampled example question against every

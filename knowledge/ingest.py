@@ -20,6 +20,9 @@ from pydantic import BaseModel
 from core.errors import TandemError
 from core.text import language_of
 
+# A question row with this answer_id is an out-of-scope example: a message the FAQ does not answer (advice, other
+# products, judgement calls). The router reads how much closer a message comes to these than to any answer.
+OUT_OF_SCOPE = "out_of_scope"
 CHUNK_CHARS = 500
 CHUNK_OVERLAP = 100
 TEXT_SUFFIXES = {".txt", ".text"}
@@ -276,7 +279,8 @@ def parse_file(path: Path, id_column: str = "answer_id", where: dict[str, str] |
 
 
 def validate(files: list[ParsedFile], known_answers: dict[str, str]) -> tuple[list[AnswerRow], list[QuestionRow], list[BadRow]]:
-    """Cross-file checks: one text per answer_id within a run, and questions must point at an answer."""
+    """Cross-file checks: one text per answer_id within a run, and questions must point at an answer (or be an
+    out-of-scope example)."""
     answers: dict[str, AnswerRow] = {}
     first_seen: dict[str, str] = {}
     bad: list[BadRow] = []
@@ -295,7 +299,7 @@ def validate(files: list[ParsedFile], known_answers: dict[str, str]) -> tuple[li
     for parsed in files:
         name = Path(parsed.path).name
         for question in parsed.questions:
-            if question.answer_id in answers or question.answer_id in known_answers:
+            if question.answer_id in answers or question.answer_id in known_answers or question.answer_id == OUT_OF_SCOPE:
                 questions.append(question)
             else:
                 bad.append(BadRow(file=name, row=question.row,

@@ -8,11 +8,13 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import TandemError
 from core.settings import get_settings
+from knowledge.ingest import OUT_OF_SCOPE
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,17 @@ def write_kb_csvs(folder: Path, answers: dict[str, str], questions: list[tuple[s
     return answers_csv, questions_csv
 
 
-def intent_kb(folder: Path, queries: list[Query]) -> Path:
+def intent_kb(folder: Path, queries: list[Query], out_of_scope: Sequence[Query] = ()) -> Path:
     """A questions CSV (query,answer_id) of the in-scope queries: `throwaway_kb` turns each intent into
-    one answer that is found through its paraphrases (intent datasets have no answer texts)."""
+    one answer that is found through its paraphrases (intent datasets have no answer texts). The messages in
+    ``out_of_scope`` become the KB's out-of-scope examples."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "questions.csv"
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["query", "answer_id"])
         writer.writerows((q.text, q.answer_id) for q in queries if q.answer_id and not q.needs_llm)
+        writer.writerows((q.text, OUT_OF_SCOPE) for q in out_of_scope)
     return path
 
 

@@ -10,8 +10,6 @@ import csv
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
@@ -30,14 +28,9 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
 
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
     configured database (what the running app uses)."""
-    # Each message is embedded by the encoder of its language's vector space (e5 for Chinese), as the chain does.
-    encoder_for = kb.encoder_for
-    known: dict[str, np.ndarray] = {}
-    by_encoder: dict[int, list[str]] = {}
-    for text in dict.fromkeys(texts or []):
-        by_encoder.setdefault(id(encoder_for(text)), []).append(text)
-    for group in by_encoder.values():
-        known.update(zip(group, encoder_for(group[0]).encode_queries(group, batch_size=64)))
+    # Each message is embedded as the chain would (its search text, by its language's encoder), but in batches.
+    messages = list(dict.fromkeys(texts or []))
+    known = {kb.search_text(m): v for m, v in zip(messages, kb.embed_messages(messages))}
     settings = get_settings()
     name = router_name or settings.router
     if live:
@@ -47,7 +40,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
     else:
         router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
-                       else encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
+                       else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
                        db=None, run_tools=False)
 
 

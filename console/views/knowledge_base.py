@@ -25,7 +25,11 @@ except Exception as exc:  # any failure to open the store must not take the cons
 
 hits = stats.source_hits(frame)
 if kb is not None:
-    st.metric("KB version", str(kb.version))
+    version_column, outside_column = st.columns(2)
+    version_column.metric("KB version", str(kb.version))
+    outside_column.metric("Out-of-scope examples", kb.stats().get("out_of_scope_examples", 0),
+                          help="query,answer_id rows with answer_id out_of_scope: messages the FAQ does not answer; "
+                               "the router reads how close a message comes to them")
     search = st.text_input("Search entries", key="kb_search")
     try:
         entries = pd.DataFrame(kb.entries(search=search or None))
@@ -39,7 +43,8 @@ if kb is not None:
     st.dataframe(entries, hide_index=True)
 
     st.subheader("Add content")
-    uploads = st.file_uploader("CSV (answer_id,answer[,title,category,tags] or query,answer_id), Markdown FAQ or text",
+    uploads = st.file_uploader("CSV (answer_id,answer[,title,category,tags] or query,answer_id; answer_id out_of_scope "
+                               "for a message the FAQ does not answer), Markdown FAQ or text",
                                type=["csv", "md", "markdown", "txt"], accept_multiple_files=True, key="kb_upload")
     if uploads and st.button("Ingest", type="primary", key="kb_ingest"):
         too_big = [u.name for u in uploads if u.size > settings.max_upload_mb * 1024 * 1024]

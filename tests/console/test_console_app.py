@@ -142,3 +142,9 @@ def test_knowledge_base_page_counts_the_answers_the_chain_cited(signed_in, traff
     table = next(d.value for d in at.dataframe if "answer_id" in d.value.columns and "hits" in d.value.columns)
     shown = dict(zip(table["answer_id"], table["hits"]))
     assert shown[top_answer] == top_count
+
+
+def test_knowledge_base_page_shows_the_kb_has_no_out_of_scope_examples_yet(signed_in):
+    at = signed_in.switch_page("views/knowledge_base.py").run()
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Out-of-scope examples"] == "0"  # the demo KB ships none; `tandem kb ingest` adds them

@@ -63,6 +63,14 @@ def test_cache_hits_paraphrase_but_never_a_negation(service):
     assert any(step["stage"] == "cache" and step["decision"] == "miss" for step in negated.trace)
 
 
+def test_a_misspelt_message_is_searched_mended_and_the_trace_says_so(service):
+    turn = ask(service, "hi, how do i canecl my oredr, it was a gift and my aunt already has one")
+    mended = [step for step in turn.trace if step["decision"] == "searched as mended"]
+    assert mended[0]["detail"]["search_text"] == "hi, how do i cancel my order, it was a gift and my aunt already has one"
+    scored = next(step for step in turn.trace if step["stage"] == "score")
+    assert scored["detail"]["top_answers"][0] == "cancel_order"
+
+
 def test_cache_never_stores_or_serves_personal_data(service):
     text = "my email is bob@example.com, how do I change my email address?"
     first = ask(service, text, user="bob")

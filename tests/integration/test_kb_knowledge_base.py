@@ -27,11 +27,13 @@ def demo_kb(tmp_path_factory) -> ChromaKnowledgeBase:
 
 @pytest.fixture(scope="module")
 def answers_only(tmp_path_factory) -> tuple[ChromaKnowledgeBase, ChromaKnowledgeBase]:
-    """The demo answers without example questions, opened twice: hybrid, and dense-only (no BM25)."""
+    """The demo answers without example questions, opened twice: hybrid, and dense-only (no BM25, and no typo
+    mending, which would hand the dense part the corrected words)."""
     path = tmp_path_factory.mktemp("answers-only") / "chroma"
     hybrid = ChromaKnowledgeBase(load_encoder(), path=path)
     hybrid.ingest([DEMO / "answers.csv"], progress=False)
-    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0))
+    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0,
+                                                                          search_focus=False))
     return hybrid, dense_only
 
 
@@ -79,6 +81,25 @@ def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
     assert [e["answer_id"] for e in kb.entries()] == ["ok"] and kb.entries()[0]["questions"] == 1
 
 
+def test_out_of_scope_examples_are_ingested_as_evidence_and_never_answered(tmp_path):
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    outside = write(tmp_path / "not_ours.csv", "query,answer_id\n"
+                    "which laptop should i buy for gaming,out_of_scope\n"
+                    "can you recommend a good gaming laptop,out_of_scope\n"
+                    "what is the best phone to buy this year,out_of_scope\n")
+    report = kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv", outside], progress=False)
+    assert report.bad == [] and kb.stats()["out_of_scope_examples"] == 3
+    near_outside, near_faq = {}, {}
+    hits = kb.search("any laptop you would recommend for games?", k=5, evidence=near_outside)
+    kb.search("how do i track my order", k=1, evidence=near_faq)
+    assert hits and "out_of_scope" not in {h.answer_id for h in hits}
+    assert near_outside["has_oos"] == near_faq["has_oos"] == 1.0
+    assert near_outside["oos_gap"] > 0 > near_faq["oos_gap"]
+    assert near_outside["oos_knn"] > near_faq["oos_knn"]
+    assert "out_of_scope" not in {e["answer_id"] for e in kb.entries()}
+    assert kb.remove("out_of_scope") and kb.stats()["out_of_scope_examples"] == 0
+
+
 def test_markdown_and_text_files(tmp_path):
     kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
     faq = write(tmp_path / "faq.md", "# Delivery\n\n## Do you ship to Iceland?\n\nYes, Iceland takes 7 days.\n\n"
@@ -115,10 +136,26 @@ def test_one_hit_per_answer_with_bounded_scores(demo_kb):
 
 def test_precomputed_vector_gives_the_same_hits(demo_kb):
     query = "can I pay in installments"
-    vector = demo_kb.encoder.encode_query(query)
+    vector = demo_kb.encoder.encode_query(demo_kb.search_text(query))
     assert demo_kb.search(query, vector=vector) == demo_kb.search(query)
+    assert [v.tolist() for v in demo_kb.embed_messages([query])] == [vector.tolist()]
     with pytest.raises(ValueError, match="384-d embedding by minilm"):
         demo_kb.search(query, vector=np.zeros(768, dtype=np.float32))
+
+
+@pytest.mark.parametrize("typed, plain", [
+    ("how do i canecl my oredr", "how do i cancel my order"),
+    ("were do i trak my parcle", "were do i track my parcel"),
+])
+def test_a_misspelt_message_is_searched_in_the_kb_own_words(demo_kb, typed, plain):
+    assert demo_kb.search_text(typed) == plain
+    assert demo_kb.search(typed, k=1)[0].answer_id == demo_kb.search(plain, k=1)[0].answer_id
+
+
+def test_a_declined_wish_is_not_searched_for(demo_kb):
+    message = "i don't want to cancel the order, i want to track where it is"
+    assert demo_kb.search_text(message) == "i want to track where it is"
+    assert demo_kb.search(message, k=1)[0].answer_id == "track_order"
 
 
 def test_score_separates_in_scope_from_unrelated(demo_kb):

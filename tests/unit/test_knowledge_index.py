@@ -1,6 +1,7 @@
 """The fusion and per-answer aggregation of HybridIndex, with hand-made unit vectors instead of MiniLM."""
 
 import numpy as np
+import pytest
 
 from knowledge.index import FusionParams, HybridIndex
 
@@ -60,3 +61,28 @@ def test_answers_without_example_questions_are_not_pulled_down_by_averaging():
 def test_empty_index_returns_nothing():
     index = HybridIndex([], [], np.zeros((0, 384), dtype=np.float32))
     assert index.search("anything", unit(1)) == [] and len(index) == 0
+
+
+def test_out_of_scope_examples_are_evidence_never_hits():
+    texts, answer_ids = ["How do I get a refund?", "Shipping takes three to five days."], ["refund", "shipping"]
+    vectors = np.stack([unit(1, 0.1), unit(0, 1)])
+    outside = np.stack([unit(0, 0, 1), unit(0, 0.2, 1)])  # e.g. "which laptop should I buy?"
+    index = HybridIndex(texts, answer_ids, vectors, FusionParams(), out_of_scope=outside)
+    near_outside, near_refund = {}, {}
+    hits = index.search("laptop advice", unit(0, 0.1, 1), k=5, evidence=near_outside)
+    index.search("refund", unit(1, 0.1), k=5, evidence=near_refund)
+    assert {h.answer_id for h in hits} == {"refund", "shipping"}
+    assert near_outside["has_oos"] == near_refund["has_oos"] == 1.0
+    assert near_outside["oos_gap"] > 0 > near_refund["oos_gap"]
+    assert near_outside["oos_knn"] == 0.5 and near_refund["oos_knn"] == 0.5  # two of each kind among four
+
+
+def test_without_out_of_scope_examples_their_evidence_reads_zero():
+    evidence = {}
+    make_index().search("refund", unit(1, 0.15), evidence=evidence)
+    assert (evidence["has_oos"], evidence["oos_gap"], evidence["oos_knn"]) == (0.0, 0.0, 0.0)
+
+
+def test_out_of_scope_vectors_of_another_width_are_refused():
+    with pytest.raises(ValueError, match="width"):
+        HybridIndex(["a"], ["a"], np.stack([unit(1)]), FusionParams(), out_of_scope=np.ones((1, 10), np.float32))
