@@ -45,9 +45,10 @@ class KnowledgeBase(ABC):
     def search(self, query: str, k: int = 3, vector: np.ndarray | None = None,
                evidence: dict[str, float] | None = None) -> list[Hit]:
         """Best ``k`` answers, one Hit per answer. ``vector`` is the embedding of ``search_text(query)`` by
-        ``encoder_for(query)`` when the caller already has it (cache, router and retrieval share one embedding per message).
-        ``evidence``, when given, is filled with how close the message comes to the KB (distance evidence for
-        the router: ``dense_top``, ``dense_z``, ``dense_mean``, ``dense_margin``, ``agreement``, ``lexical_top``)."""
+        ``encoder_for(query)`` when the caller already has it (cache, router and retrieval share one embedding
+        per message). ``evidence``, when given, is filled with how close the message comes to the KB (distance
+        evidence for the router: ``dense_top``, ``dense_z``, ``dense_mean``, ``dense_margin``, ``agreement``,
+        ``lexical_top``, and ``has_oos``, ``oos_gap``, ``oos_knn`` for its out-of-scope examples)."""
 
     @abstractmethod
     def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> Any:

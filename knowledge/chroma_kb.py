@@ -441,8 +441,8 @@ def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None
     ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
     (``query`` + ``id_column``) for intent datasets without answer texts: each label then becomes a
     stub answer that is not searchable itself and the questions carry the retrieval; rows labelled
-    ``out_of_scope`` are the KB's out-of-scope examples. ``where`` keeps only rows whose columns equal the given values (e.g. ``{"in_scope": "True"}``).
-    Bad rows are skipped.
+    ``out_of_scope`` are the KB's out-of-scope examples. ``where`` keeps only rows whose columns equal the
+    given values (e.g. ``{"in_scope": "True"}``). Bad rows are skipped.
     """
     folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
