@@ -130,8 +130,13 @@ class SearchFocus:
     def __init__(self, kb_texts: Iterable[str], known_words: frozenset[str]):
         # Without the encoder's vocabulary every word the KB lacks would look like a typo: spelling stays off.
         self.speller = Speller(kb_texts, known_words) if known_words else None
+        # The chain asks once to embed and the KB's search asks again for the same message: remember recent ones.
+        self._recent = lru_cache(maxsize=4096)(self._focus)
 
     def __call__(self, message: str) -> str:
+        return self._recent(message)
+
+    def _focus(self, message: str) -> str:
         if has_cjk(message):
             return message
         mended = self.speller(message) if self.speller is not None else message

@@ -220,6 +220,12 @@ def _met(key: str, value: float | None) -> str:
     return "" if value is None else ("yes" if ok(value) else "**no**")
 
 
+def _comparison(title: str, columns: tuple[str, str], rows: list[tuple[str, float | None, float | None]]) -> list[str]:
+    """A titled two-column Markdown table of one measure per row, as README tables show them."""
+    return ["", title, "", f"| measure | {columns[0]} | {columns[1]} |", "|---|---|---|",
+            *(f"| {name} | {_fmt(a)} | {_fmt(b)} |" for name, a, b in rows)]
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -260,29 +266,27 @@ def markdown(report: dict) -> str:
              "| measure | result | target | met |", "|---|---|---|---|"]
     lines += [f"| {label} | {value} | {TARGETS[key][0]} | {_met(key, s[key])} |" for label, key, value in rows]
     if base is not None:
-        lines += ["", "Base MiniLM against the KB-tuned encoder (same router, same thresholds):", "",
-                  "| measure | base MiniLM | tuned on the KB |", "|---|---|---|"]
-        pairs = [("held-out top-1", base["top1"], held["top1"]),
-                 ("held-out correct on the small tier", base["correct_on_small"], held["correct_on_small"]),
-                 ("held-out in-scope sent to the LLM", base["in_scope_to_llm"], held["in_scope_to_llm"]),
-                 ("held-out out-of-scope sent to the LLM", base["oos_to_llm"], held["oos_to_llm"]),
-                 ("held-out AUROC (out of scope)", base["auroc"], held["auroc"]),
-                 ("CLINC150 OOS recall at ≤ 5 %", report["clinc150_base"]["oos_recall"], clinc["oos_recall"]),
-                 ("CLINC150 AUROC", report["clinc150_base"]["auroc"], clinc["auroc"]),
-                 ("CLINC150 in-scope top-1", report["clinc150_base"]["in_scope_top1"], clinc["in_scope_top1"]),
-                 ("Banking77-OOS AUROC", report["banking77_oos_base"]["auroc"], bank["auroc"]),
-                 ("Banking77 top-1", report["banking77_top1_base"], report["banking77_top1_tuned"])]
-        lines += [f"| {name} | {_fmt(a)} | {_fmt(b)} |" for name, a, b in pairs]
+        lines += _comparison("Base MiniLM against the KB-tuned encoder (same router, same thresholds):",
+                             ("base MiniLM", "tuned on the KB"), [
+            ("held-out top-1", base["top1"], held["top1"]),
+            ("held-out correct on the small tier", base["correct_on_small"], held["correct_on_small"]),
+            ("held-out in-scope sent to the LLM", base["in_scope_to_llm"], held["in_scope_to_llm"]),
+            ("held-out out-of-scope sent to the LLM", base["oos_to_llm"], held["oos_to_llm"]),
+            ("held-out AUROC (out of scope)", base["auroc"], held["auroc"]),
+            ("CLINC150 OOS recall at ≤ 5 %", report["clinc150_base"]["oos_recall"], clinc["oos_recall"]),
+            ("CLINC150 AUROC", report["clinc150_base"]["auroc"], clinc["auroc"]),
+            ("CLINC150 in-scope top-1", report["clinc150_base"]["in_scope_top1"], clinc["in_scope_top1"]),
+            ("Banking77-OOS AUROC", report["banking77_oos_base"]["auroc"], bank["auroc"]),
+            ("Banking77 top-1", report["banking77_top1_base"], report["banking77_top1_tuned"])])
     bare_clinc, bare_bank = report.get("clinc150_tuned_no_examples"), report.get("banking77_oos_tuned_no_examples")
     if bare_clinc is not None and bare_bank is not None:
-        lines += ["", "What out-of-scope examples add (tuned encoder, same router; τ of each chosen on valid):", "",
-                  "| measure | KB without examples | KB with the train split's out-of-scope rows |", "|---|---|---|"]
-        pairs = [("CLINC150 OOS recall at ≤ 5 %", bare_clinc["oos_recall"], clinc["oos_recall"]),
-                 ("CLINC150 in-scope escalation", bare_clinc["in_scope_escalation"], clinc["in_scope_escalation"]),
-                 ("CLINC150 AUROC", bare_clinc["auroc"], clinc["auroc"]),
-                 ("Banking77-OOS AUROC", bare_bank["auroc"], bank["auroc"]),
-                 ("Banking77-OOS out-of-scope recall at ≤ 5 %", bare_bank["oos_recall"], bank["oos_recall"])]
-        lines += [f"| {name} | {_fmt(a)} | {_fmt(b)} |" for name, a, b in pairs]
+        lines += _comparison("What out-of-scope examples add (tuned encoder, same router; τ of each chosen on valid):",
+                             ("KB without examples", "KB with the train split's out-of-scope rows"), [
+            ("CLINC150 OOS recall at ≤ 5 %", bare_clinc["oos_recall"], clinc["oos_recall"]),
+            ("CLINC150 in-scope escalation", bare_clinc["in_scope_escalation"], clinc["in_scope_escalation"]),
+            ("CLINC150 AUROC", bare_clinc["auroc"], clinc["auroc"]),
+            ("Banking77-OOS AUROC", bare_bank["auroc"], bank["auroc"]),
+            ("Banking77-OOS out-of-scope recall at ≤ 5 %", bare_bank["oos_recall"], bank["oos_recall"])])
     lines += ["", "HINT3 (real traffic of three bots; KB = each bot's train questions):", "",
               "| bot | real in-scope share | kept on the small tier | accuracy of kept answers | out-of-scope kept |",
               "|---|---|---|---|---|"]
