@@ -4,10 +4,15 @@ It rate-limits, reads the conversation history, runs the chain's one serving pat
 else. It never raises for bad input or an internal fault: the guard (or a fallback) answers and the row
 is written. A failing database write never fails the customer either: the row waits in a backlog, is
 retried with the next write, and the backlog size is reported to operators (`status()`, `/healthz`).
+
+Rows are written by group commit: a request's row is committed before its answer returns, and requests that
+finish while another one is writing share the next transaction. Under concurrency most requests then wait for a
+commit someone else pays for, instead of each paying its own in turn.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import deque
@@ -29,6 +34,16 @@ from storage.db import Database
 from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestLog, new_id, utcnow
 
 UNLIMITED_CHANNELS = ("cli", "batch")  # an operator's own CLI and batch runs are not rate limited
+LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
+
+
+class _PendingRow:
+    """A request row and its conversation messages, waiting for a commit."""
+
+    __slots__ = ("row", "extra", "new_session", "written")
+
+    def __init__(self, row: RequestLog, extra: list[Any], new_session: bool):
+        self.row, self.extra, self.new_session, self.written = row, extra, new_session, False
 
 
 class TandemService:
@@ -41,8 +56,9 @@ class TandemService:
         self.policy = policy
         self.limiter = limiter
         self.scrub: Callable[[str], str] = mask if mask_pii else (lambda text: text)
-        self._backlog: deque[tuple[RequestLog, list[Any]]] = deque(maxlen=100_000)
-        self._log_lock = threading.Lock()
+        self._backlog: deque[_PendingRow] = deque(maxlen=100_000)
+        self._queue_lock = threading.Lock()  # guards the backlog itself, held for microseconds
+        self._log_lock = threading.Lock()  # one writer at a time; it commits every row waiting
         self.log_failures = 0
         self.last_log_error = ""
 
@@ -96,9 +112,10 @@ class TandemService:
         return self._complete(turn, time.perf_counter()).request_id
 
     def _blank_turn(self, request: ChatRequest, cancel: threading.Event | None) -> Turn:
-        if not request.session_id:
+        minted = not request.session_id
+        if minted:
             request = request.model_copy(update={"session_id": new_id()})
-        turn = Turn(request=request, thresholds=Thresholds.defaults())
+        turn = Turn(request=request, thresholds=Thresholds.defaults(), new_session=minted)
         if cancel is not None:
             turn.cancel = cancel
         return turn
@@ -107,7 +124,10 @@ class TandemService:
         """Live policy, history and the rate limit; inside the try, so a broken policy still logs a row."""
         request = turn.request
         turn.thresholds = self.policy.current()
-        turn.history = list(request.history) if request.history is not None else self.history(request.session_id)
+        if request.history is not None:
+            turn.history = list(request.history)
+        elif not turn.new_session:  # a session minted for this request has nothing to read
+            turn.history = self.history(request.session_id)
         refusal = "" if request.channel in UNLIMITED_CHANNELS else self.limiter.check(
             f"user:{request.user_id}" if request.user_id else "", f"session:{request.session_id}")
         if refusal:
@@ -163,32 +183,51 @@ class TandemService:
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
                                  note="answer check: " + ", ".join(f"{f['kind']} ({f['value'][:40]})"
                                                                    for f in turn.findings)[:2000]))
+        pending = _PendingRow(row, extra, turn.new_session)
+        with self._queue_lock:
+            self._backlog.append(pending)
         with self._log_lock:
-            self._backlog.append((row, extra))
-            self._flush()
+            if not pending.written:  # else the writer before us committed it with its own rows
+                self._flush()
 
     def _flush(self) -> None:
-        while self._backlog:
-            row, extra = self._backlog[0]
-            try:
-                with self.db.session() as session:
-                    known = session.get(ChatSession, row.session_id)
+        """Commit the waiting rows, oldest first, a batch per transaction; stop at a failure (they stay)."""
+        while True:
+            with self._queue_lock:
+                while self._backlog and self._backlog[0].written:
+                    self._backlog.popleft()
+                batch = [p for p in itertools.islice(self._backlog, LOG_BATCH) if not p.written]
+            if not batch or not self._write(batch):
+                return
+            for pending in batch:
+                pending.written = True
+
+    def _write(self, batch: list[_PendingRow]) -> bool:
+        try:
+            with self.db.session() as session:
+                first: dict[str, _PendingRow] = {}
+                for pending in batch:
+                    first.setdefault(pending.row.session_id, pending)
+                for session_id, opener in first.items():
+                    # A session minted for its first request has no row yet: no need to look it up.
+                    known = None if opener.new_session else session.get(ChatSession, session_id)
                     if known is None:
-                        session.add(ChatSession(id=row.session_id, user_id=row.user_id))
+                        session.add(ChatSession(id=session_id, user_id=opener.row.user_id))
                     else:
                         known.updated_at = utcnow()
                         session.add(known)
-                    # Fresh copies on every try: after a failed commit SQLAlchemy may keep the objects as
-                    # "persistent" with a primary key, and re-adding them would then silently insert nothing.
-                    session.add(_fresh(row))
-                    session.add_all([_fresh(item) for item in extra])
-                    session.commit()
-            except Exception as exc:  # locked, read-only or full database: keep the row, tell operators
-                self.log_failures += 1
-                self.last_log_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}"
-                metrics.LOG_WRITE_FAILURES.inc()
-                return
-            self._backlog.popleft()
+                # Fresh copies on every try: after a failed commit SQLAlchemy may keep the objects as
+                # "persistent" with a primary key, and re-adding them would then silently insert nothing.
+                for pending in batch:  # in arrival order: a conversation's messages keep their order
+                    session.add(_fresh(pending.row))
+                    session.add_all([_fresh(item) for item in pending.extra])
+                session.commit()
+            return True
+        except Exception as exc:  # locked, read-only or full database: keep the rows, tell operators
+            self.log_failures += 1
+            self.last_log_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}"
+            metrics.LOG_WRITE_FAILURES.inc()
+            return False
 
     def history(self, session_id: str, limit: int = 6) -> list[dict[str, str]]:
         if not session_id:
@@ -221,7 +260,9 @@ class TandemService:
             return int(row.id or 0)
 
     def status(self) -> dict[str, Any]:
-        return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
+        with self._queue_lock:
+            waiting = sum(not pending.written for pending in self._backlog)
+        return {"log_backlog": waiting, "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
 
 

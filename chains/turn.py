@@ -25,6 +25,7 @@ class Turn:
     request: ChatRequest
     thresholds: Thresholds
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    new_session: bool = False            # the service minted the session id: no history, no session row yet
     history: list[dict[str, str]] = field(default_factory=list)
     text: str = ""
     query: str = ""                      # what retrieval sees: the text, plus the last turn for follow-ups

@@ -117,6 +117,52 @@ def test_follow_up_uses_the_earlier_turn(service):
     assert follow.sources[0].answer_id in {"return_policy", "start_return", "refund_timing", "return_shipping_label"}
 
 
+def test_requests_finishing_together_share_one_commit_and_every_row_and_message_is_written(settings, demo_kb,
+                                                                                          tmp_path):
+    """Group commit: rows that wait while another request writes go into its next transaction; none is lost and
+    a session's messages keep their order."""
+    import threading
+
+    from sqlalchemy import event
+    from sqlmodel import col, func
+
+    from storage.tables import ChatMessage, ChatSession
+
+    database = fresh_db(tmp_path)
+    service = make_runtime(settings, database, demo_kb).service
+    ask(service, "How do I return an item?", session="opened")  # a session that exists before the burst
+    commits: list[int] = []
+    event.listen(database.engine, "commit", lambda connection: commits.append(1))
+    texts = ["How do I return an item?", "How long does standard shipping take?", "Do you ship abroad?",
+             "How do I reset my password?", "Can I pay with PayPal?", "Where is my parcel?"]
+    answers: list = []
+    threads = [threading.Thread(target=lambda t=text, i=i: answers.append(
+        ask(service, t, session="opened" if i == 0 else ""))) for i, text in enumerate(texts)]
+    with service._log_lock:  # a writer is busy: every request finishes its chain and waits for the commit
+        for thread in threads:
+            thread.start()
+        for _ in range(600):
+            if service.status()["log_backlog"] == len(texts):
+                break
+            threading.Event().wait(0.05)
+        assert service.status()["log_backlog"] == len(texts)
+        assert not answers  # nobody has its answer before its row is committed
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == len(texts) and sum(commits) == 1, (len(answers), commits)
+    assert service.status()["log_backlog"] == 0
+    with database.session() as session:
+        logged = set(session.exec(select(RequestLog.id)).all())
+        assert {a.request_id for a in answers} <= logged and len(logged) == len(texts) + 1
+        assert session.exec(select(func.count()).select_from(ChatSession)).one() == len(texts)
+        opened = session.exec(select(ChatMessage).where(ChatMessage.session_id == "opened")
+                              .order_by(col(ChatMessage.id))).all()
+    assert [m.role for m in opened] == ["user", "assistant"] * 2
+    # A minted session's first turn was stored: the follow-up in it reads that history (and so skips the cache).
+    follow = ask(service, "and how long does that take?", session=answers[-1].session_id)
+    assert next(s for s in follow.trace if s["stage"] == "cache")["decision"] == "skipped"
+
+
 def test_ask_json_shape():
     result = run_cli("ask", "How long does standard shipping take?", "--json", "--user", "alice")
     assert result.returncode == 0, result.stderr
