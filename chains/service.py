@@ -205,17 +205,7 @@ class TandemService:
     def _write(self, batch: list[_PendingRow]) -> bool:
         try:
             with self.db.session() as session:
-                first: dict[str, _PendingRow] = {}
-                for pending in batch:
-                    first.setdefault(pending.row.session_id, pending)
-                for session_id, opener in first.items():
-                    # A session minted for its first request has no row yet: no need to look it up.
-                    known = None if opener.new_session else session.get(ChatSession, session_id)
-                    if known is None:
-                        session.add(ChatSession(id=session_id, user_id=opener.row.user_id))
-                    else:
-                        known.updated_at = utcnow()
-                        session.add(known)
+                _open_or_touch_sessions(session, batch)
                 # Fresh copies on every try: after a failed commit SQLAlchemy may keep the objects as
                 # "persistent" with a primary key, and re-adding them would then silently insert nothing.
                 for pending in batch:  # in arrival order: a conversation's messages keep their order
@@ -264,6 +254,21 @@ class TandemService:
             waiting = sum(not pending.written for pending in self._backlog)
         return {"log_backlog": waiting, "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
+
+
+def _open_or_touch_sessions(session: Any, batch: list[_PendingRow]) -> None:
+    """One ChatSession row per conversation in the batch: created for a new one, its ``updated_at`` moved on for
+    a known one. A session minted for its first request has no row yet, so it is not looked up."""
+    first: dict[str, _PendingRow] = {}
+    for pending in batch:
+        first.setdefault(pending.row.session_id, pending)
+    for session_id, opener in first.items():
+        known = None if opener.new_session else session.get(ChatSession, session_id)
+        if known is None:
+            session.add(ChatSession(id=session_id, user_id=opener.row.user_id))
+        else:
+            known.updated_at = utcnow()
+            session.add(known)
 
 
 def _fresh(item: Any) -> Any:
