@@ -71,7 +71,10 @@ def _installed(problem: str, where: str) -> str:
 
 
 def _encoder_line(encoder) -> str:
-    return f"{encoder.name} {encoder.version}, {encoder.encode_query('hello').shape[0]}-d"
+    """Which encoder serves, and on what: the ONNX export when its accuracy gate chose it, else torch."""
+    served = encoder.describe()
+    line = f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by {served['backend']}"
+    return line + (f" ({served['problem']})" if served.get("problem") else "")
 
 
 def _generate_once() -> str:

@@ -11,6 +11,7 @@ def test_doctor_finds_and_loads_both_models():
     assert result.returncode == 0, result.stdout + result.stderr
     encoder_line = next(line for line in result.stdout.splitlines() if "encoder" in line and "-d" in line)
     assert encoder_line.lstrip().startswith("ok   encoder") and "minilm" in encoder_line and "384-d" in encoder_line
+    assert any(f"served by {backend}" in encoder_line for backend in ("onnx-int8", "onnx", "torch")), encoder_line
     assert "ok   load smollm2" in result.stdout
     assert "ok   database" in result.stdout
 
