@@ -360,13 +360,15 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
                                 support=[got["metadatas"][i].get("kind") == "question" for i in keep],
+                                families=[answers[got["metadatas"][i]["answer_id"]].get("translation_of")
+                                          or got["metadatas"][i]["answer_id"] for i in keep],
                                 out_of_scope=np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32)
                                 if outside else None)
             space_params = dataclasses.replace(self.params, cjk_lexical_weight=self.params.space_cjk_lexical_weight)
             spaces = {lang: HybridIndex(texts=index.texts, answer_ids=index.answer_ids, params=space_params,
                                         embeddings=self._space_vectors(lang, [got["ids"][i] for i in keep],
                                                                        index.texts),
-                                        support=index.support, lexical_of=index,
+                                        support=index.support, families=index.families, lexical_of=index,
                                         out_of_scope=self._space_vectors(lang, [got["ids"][i] for i in outside],
                                                                          [got["documents"][i] or "" for i in outside]))
                       for lang in self.language_encoders}

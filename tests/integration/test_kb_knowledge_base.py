@@ -27,13 +27,13 @@ def demo_kb(tmp_path_factory) -> ChromaKnowledgeBase:
 
 @pytest.fixture(scope="module")
 def answers_only(tmp_path_factory) -> tuple[ChromaKnowledgeBase, ChromaKnowledgeBase]:
-    """The demo answers without example questions, opened twice: hybrid, and dense-only (no BM25, and no typo
-    mending, which would hand the dense part the corrected words)."""
+    """The demo answers without example questions, opened twice: hybrid, and dense-only (cosine alone: no BM25, no
+    answer head, and no typo mending, which would hand the dense part the corrected words)."""
     path = tmp_path_factory.mktemp("answers-only") / "chroma"
     hybrid = ChromaKnowledgeBase(load_encoder(), path=path)
     hybrid.ingest([DEMO / "answers.csv"], progress=False)
-    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(lexical_weight=0.0, cjk_lexical_weight=0.0,
-                                                                          search_focus=False))
+    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(
+        lexical_weight=0.0, cjk_lexical_weight=0.0, search_focus=False, head_weight=0.0))
     return hybrid, dense_only
 
 

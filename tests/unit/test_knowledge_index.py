@@ -51,11 +51,62 @@ def test_chinese_query_matches_chinese_record_by_characters():
 def test_answers_without_example_questions_are_not_pulled_down_by_averaging():
     texts = ["reset password", "reset password now", "a weak paraphrase", "reset your password"]
     vectors = np.stack([unit(1), unit(1), unit(0.2, 1), unit(1, 0.05)])
-    index = HybridIndex(texts, ["pw", "pw", "pw", "other"], vectors, FusionParams(lexical_weight=0.0),
+    index = HybridIndex(texts, ["pw", "pw", "pw", "other"], vectors, FusionParams(lexical_weight=0.0, head_weight=0.0),
                         support=[True, True, True, False])
     scores = {r.answer_id: r.score for r in index.search("x", unit(1), k=2)}
     # 'other' has one non-support record: its score is its best cosine, not a mean with missing neighbours.
     assert abs(scores["other"] - float(unit(1) @ unit(1, 0.05))) < 1e-6
+
+
+def _two_answer_index(head_weight: float) -> HybridIndex:
+    vectors = np.stack([unit(1, 0, 0.6), unit(1, 0, -0.6), unit(1, 0.6, 0), unit(1, -0.6, 0),
+                        unit(0, 1, 0), unit(0, 1, 0.3), unit(0, 1, -0.3), unit(0.2, 1, 0)])
+    return HybridIndex([f"t{i}" for i in range(8)], ["track"] * 4 + ["delivery"] * 4, vectors,
+                       FusionParams(lexical_weight=0.0, head_weight=head_weight, decay=0.0))
+
+
+def test_answer_head_gives_most_probability_to_the_answer_whose_paraphrases_surround_the_message():
+    index = _two_answer_index(0.2)
+    centre_of_track, centre_of_delivery = index.answer_probabilities(unit(1)), index.answer_probabilities(unit(0, 1))
+    assert set(centre_of_track) == {"track", "delivery"} and abs(sum(centre_of_track.values()) - 1) < 1e-5
+    assert centre_of_track["track"] > 0.5 > centre_of_delivery["track"]
+
+
+def test_answer_head_blend_stays_in_unit_range_and_weight_zero_is_the_plain_fusion():
+    query = unit(1, 0.2, 0.1)
+    plain = _two_answer_index(0.0)
+    blended = _two_answer_index(0.2)
+    assert plain.answer_probabilities(query) == {}
+    best_cosine = float(max(plain.embeddings[:4] @ query))
+    assert abs(plain.search("x", query, k=1)[0].score - best_cosine) < 1e-6  # decay 0: the best record's cosine
+    head = blended.answer_probabilities(query)["track"]
+    top = blended.search("x", query, k=1)[0]
+    assert top.answer_id == "track" and 0.0 <= top.score <= 1.0
+    assert abs(top.score - (best_cosine + 0.2 * head) / 1.2) < 1e-5
+
+
+def test_answer_head_weighs_less_where_the_encoder_cannot_read_the_script():
+    query, vector = "退货", unit(1, 1)  # Chinese in an English encoder's space: lexical weight 0.9, not 0.3
+    blended, plain = make_index().search(query, vector, k=1)[0], make_index(head_weight=0.0).search(query, vector, k=1)[0]
+    assert blended.answer_id == plain.answer_id == "zh_returns"
+    shrunk = 0.2 * (1 - 0.9) / (1 - 0.3)
+    head = make_index().answer_probabilities(vector)["zh_returns"]
+    assert abs(blended.score - (plain.score + shrunk * head) / (1 + shrunk)) < 1e-5
+
+
+def test_an_answer_and_its_translation_share_the_heads_probability_instead_of_splitting_it():
+    # In a multilingual space an answer's English and Chinese records point the same way.
+    vectors = np.stack([unit(1, 0.1), unit(1, -0.1), unit(1, 0.12), unit(1, -0.12), unit(0, 1), unit(0.1, 1)])
+    answer_ids = ["refund", "refund", "refund_zh", "refund_zh", "shipping", "shipping"]
+    families = ["refund", "refund", "refund", "refund", "shipping", "shipping"]
+    split = HybridIndex([f"t{i}" for i in range(6)], answer_ids, vectors, FusionParams(lexical_weight=0.0))
+    shared = HybridIndex([f"t{i}" for i in range(6)], answer_ids, vectors, FusionParams(lexical_weight=0.0),
+                         families=families)
+    probabilities = shared.answer_probabilities(unit(1))
+    assert probabilities["refund"] == probabilities["refund_zh"] > 0.8
+    assert split.answer_probabilities(unit(1))["refund"] < 0.6  # without families the two answers split it
+    with pytest.raises(ValueError, match="families"):
+        HybridIndex(["a", "b"], ["a", "b"], vectors[:2], FusionParams(), families=["a"])
 
 
 def test_empty_index_returns_nothing():
