@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from ops import alerts, tuner
 from ops.job import window_frame
 from storage import policy_store
@@ -36,20 +38,33 @@ def test_an_open_alert_shows_on_the_overview_and_is_acknowledged_on_the_alerts_p
             session.commit()
 
 
+def _one_step_short_of_an_llm_answer(db, frame, config: dict) -> dict:
+    """Thresholds just short of one of the session's LLM answers (τ a little below its p_llm, the rewrite threshold a
+    little above its draft quality), so that one step moves it to the small tier and the tuner has a change to make.
+    The lowest such answer is taken whose step keeps the labelled replay accuracy: a step that would put a
+    thumbs-down answer back on the small tier is rightly refused by the tuner's guard (tests/ops cover that), and
+    which answers the session's traffic puts where depends on the router."""
+    current = policy_store.current(db)
+    llm_rows = frame[(frame["route"] == "llm") & frame["p_llm"].notna()].sort_values("p_llm")
+    for _, row in llm_rows.iterrows():
+        start = {"route_threshold": round(max(0.0, float(row["p_llm"]) - 0.05), 4),
+                 "rewrite_threshold": round(min(1.0, float(row["draft_quality"]) + 0.05), 4)}
+        tau, rewrite, before, after = tuner.propose(frame, current.model_copy(update=start), config, 0.002)
+        moves = (tau, rewrite) != (start["route_threshold"], start["rewrite_threshold"])
+        if moves and (before.labelled_accuracy is None or after.labelled_accuracy is None
+                      or after.labelled_accuracy >= before.labelled_accuracy - 0.01):
+            return start
+    pytest.fail("no logged LLM answer gives the tuner a change it may apply")
+
+
 def test_an_automatic_change_is_explained_and_undone_from_the_autopilot_page(signed_in, db):
     frame = window_frame(db, utcnow() - timedelta(days=1))
-    # Start the thresholds just short of one of the session's LLM answers (τ a little below its p_llm, the rewrite
-    # threshold a little above its draft quality), so that one step moves it to the small tier and the tuner has a
-    # change to make.
-    llm_rows = frame[(frame["route"] == "llm") & frame["p_llm"].notna()]
-    nearest = llm_rows.loc[llm_rows["p_llm"].idxmin()]
-    start = policy_store.save(db, {"route_threshold": round(max(0.0, float(nearest["p_llm"]) - 0.05), 4),
-                                   "rewrite_threshold": round(min(1.0, float(nearest["draft_quality"]) + 0.05), 4)},
-                              "test", "start one step short of a logged LLM answer")
+    config = {**policy_store.current(db).autotune, "enabled": True, "objective": "llm_share", "target": 0.0,
+              "min_requests": 10, "step": 0.2}
+    start = policy_store.save(db, _one_step_short_of_an_llm_answer(db, frame, config), "test",
+                              "start one step short of a logged LLM answer")
     before = policy_store.current(db)
     assert before.version == start.version
-    config = {**before.autotune, "enabled": True, "objective": "llm_share", "target": 0.0, "min_requests": 10,
-              "step": 0.2}
     event = tuner.tune(db, frame, utcnow(), config, alerts_open=False, price_per_1k=0.002)
     assert event.kind == "applied", event.message
     page = signed_in.switch_page("views/autopilot.py").run()
