@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,13 +38,14 @@ UNLIMITED_CHANNELS = ("cli", "batch")  # an operator's own CLI and batch runs ar
 LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
 
 
+@dataclass(slots=True)
 class _PendingRow:
     """A request row and its conversation messages, waiting for a commit."""
 
-    __slots__ = ("row", "extra", "new_session", "written")
-
-    def __init__(self, row: RequestLog, extra: list[Any], new_session: bool):
-        self.row, self.extra, self.new_session, self.written = row, extra, new_session, False
+    row: RequestLog
+    extra: list[Any]
+    new_session: bool
+    written: bool = False
 
 
 class TandemService:
@@ -194,13 +196,14 @@ class TandemService:
         """Commit the waiting rows, oldest first, a batch per transaction; stop at a failure (they stay)."""
         while True:
             with self._queue_lock:
-                while self._backlog and self._backlog[0].written:
-                    self._backlog.popleft()
-                batch = [p for p in itertools.islice(self._backlog, LOG_BATCH) if not p.written]
+                batch = list(itertools.islice(self._backlog, LOG_BATCH))
             if not batch or not self._write(batch):
                 return
-            for pending in batch:
-                pending.written = True
+            with self._queue_lock:  # only this writer removes rows, so the committed ones lead the backlog
+                for pending in batch:
+                    pending.written = True
+                while self._backlog and self._backlog[0].written:
+                    self._backlog.popleft()
 
     def _write(self, batch: list[_PendingRow]) -> bool:
         try:
@@ -250,9 +253,7 @@ class TandemService:
             return int(row.id or 0)
 
     def status(self) -> dict[str, Any]:
-        with self._queue_lock:
-            waiting = sum(not pending.written for pending in self._backlog)
-        return {"log_backlog": waiting, "log_failures": self.log_failures,
+        return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
 
 

@@ -169,7 +169,8 @@ class AnswerHead:
     because it has fewer.
     """
 
-    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, n_answers: int, c: float):
+    def __init__(self, embeddings: np.ndarray, labels: np.ndarray, c: float):
+        """``labels`` are class indices 0..n-1, each with at least one record."""
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
@@ -179,13 +180,11 @@ class AnswerHead:
         with warnings.catch_warnings():  # a few hundred lbfgs steps are enough to rank; full convergence adds nothing
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(embeddings, labels)
-        self.weights = np.zeros((embeddings.shape[1], n_answers), dtype=np.float32)
-        self.bias = np.full(n_answers, -np.inf, dtype=np.float32)  # an answer without records is never predicted
         coef, intercept = model.coef_, model.intercept_
         if len(model.classes_) == 2:  # sklearn keeps one row for two classes: its logit is the second's over the first
             coef, intercept = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], intercept])
-        self.weights[:, model.classes_] = coef.T
-        self.bias[model.classes_] = intercept
+        self.weights = np.ascontiguousarray(coef.T, dtype=np.float32)
+        self.bias = np.asarray(intercept, dtype=np.float32)
 
     def probabilities(self, vector: np.ndarray) -> np.ndarray:
         logits = np.einsum("j,jk->k", vector, self.weights) + self.bias
@@ -241,7 +240,7 @@ class HybridIndex:
         record_family = np.array([family_index[f] for f in families], dtype=np.int64)
         self._answer_family = np.zeros(len(self._answer_names), dtype=np.int64)
         self._answer_family[self._record_answer] = record_family  # every record of an answer is in its family
-        self._head = (AnswerHead(self.embeddings, record_family, len(family_index), p.head_c)
+        self._head = (AnswerHead(self.embeddings, record_family, p.head_c)
                       if p.head_weight > 0 and len(family_index) > 1 else None)
         width = self.embeddings.shape[1] if self.embeddings.size else 0
         if self.out_of_scope is not None and len(self.out_of_scope):
@@ -282,20 +281,21 @@ class HybridIndex:
         raw = np.einsum("ij,j->i", self.embeddings, qvec)
         dense = np.clip(raw, 0.0, 1.0)
         lexical = self.lexical_scores(query) if lexical_weight > 0 else np.zeros_like(dense)
-        head = self._head.probabilities(qvec)[self._answer_family] if self._head is not None else None
-        results = self.rank(dense, lexical, lexical_weight, k, head)
+        results = self.rank(dense, lexical, lexical_weight, k, self._head_probabilities(qvec))
         if evidence is not None:
             outside = (np.einsum("ij,j->i", self.out_of_scope, qvec) if self.out_of_scope is not None
                        else np.zeros(0, dtype=np.float32))
             evidence.update(self.evidence_of(raw, lexical, outside))
         return results
 
+    def _head_probabilities(self, qvec: np.ndarray) -> np.ndarray | None:
+        """Per answer (in ``_answer_names`` order), the head's probability of its family; None without a head."""
+        return self._head.probabilities(qvec)[self._answer_family] if self._head is not None else None
+
     def answer_probabilities(self, vector: np.ndarray) -> dict[str, float]:
         """The answer head's probability of each answer's family for a message vector (empty without a head)."""
-        if self._head is None:
-            return {}
-        probabilities = self._head.probabilities(np.asarray(vector, dtype=np.float32).reshape(-1))
-        return dict(zip(self._answer_names, probabilities[self._answer_family].tolist()))
+        probabilities = self._head_probabilities(np.asarray(vector, dtype=np.float32).reshape(-1))
+        return {} if probabilities is None else dict(zip(self._answer_names, probabilities.tolist()))
 
     def evidence_of(self, raw: np.ndarray, lexical: np.ndarray, outside: np.ndarray | None = None,
                     neighbours: int = 10) -> dict[str, float]:
