@@ -67,7 +67,33 @@ def oos_report(records: list[dict], queries: list[Query], tau: float) -> dict:
     return {"tau": round(tau, 4), "auroc": _auroc(y, p), "oos_recall": round(float((~kept)[y == 1].mean()), 4),
             "in_scope_escalation": round(float((~kept)[y == 0].mean()), 4),
             "in_scope_top1": round(float(correct[y == 0].mean()), 4),
-            "kept_in_scope_accuracy": round(float(correct[(y == 0) & kept].mean()), 4), "n_test": int(len(y))}
+            "kept_in_scope_accuracy": round(float(correct[(y == 0) & kept].mean()), 4), "n_test": int(len(y)),
+            "baselines": baseline_report(records, queries)}
+
+
+def _score(records: list[dict], key: str, sign: float = 1.0, missing: float = 0.0) -> np.ndarray:
+    return np.array([sign * (r[key] if r.get(key) is not None else missing) for r in records], dtype=np.float64)
+
+
+def baseline_report(records: list[dict], queries: list[Query]) -> dict:
+    """The learned scores against the plain baselines the issue names, on the same messages (AUROC, higher is
+    better): ``p_llm`` against the nearest stored question's cosine (max-cosine) and the KB's own top score for
+    telling out-of-scope from in-scope, and ``draft_quality`` against the top score and the top-two margin for
+    telling a right top answer from a wrong one (in-scope messages only)."""
+    y = np.array([q.needs_llm for q in queries])
+    out: dict[str, float | None] = dict.fromkeys(
+        ("route_learned", "route_max_cosine", "route_kb_top", "draft_learned", "draft_kb_top", "draft_kb_margin"))
+    if 0 < y.sum() < len(y):
+        out.update(route_learned=_auroc(y, _p(records)), route_max_cosine=_auroc(y, _score(records, "dense_top", -1)),
+                   route_kb_top=_auroc(y, _score(records, "kb_top", -1)))
+    drafts = [(r, q) for r, q in zip(records, queries) if not q.needs_llm and r.get("draft_quality") is not None]
+    right = np.array([r["answer_id"] == q.answer_id for r, q in drafts])
+    if 0 < right.sum() < len(right):
+        kept = [r for r, _ in drafts]
+        out.update(draft_learned=_auroc(right, _score(kept, "draft_quality")),
+                   draft_kb_top=_auroc(right, _score(kept, "kb_top")),
+                   draft_kb_margin=_auroc(right, _score(kept, "kb_margin")))
+    return out
 
 
 def product_report(records: list[dict], queries: list[Query]) -> dict:
@@ -85,7 +111,8 @@ def product_report(records: list[dict], queries: list[Query]) -> dict:
             "in_scope_to_llm": round(float((~small)[ins].mean()), 4),
             "oos_to_llm": round(float((~small)[~ins].mean()), 4) if (~ins).any() else None,
             "right_drafts_rewritten": round(float(rewrite[right_draft].mean()), 4) if right_draft.any() else None,
-            "auroc": _auroc(y, _p(records)) if 0 < y.sum() < len(y) else None}
+            "auroc": _auroc(y, _p(records)) if 0 < y.sum() < len(y) else None,
+            "baselines": baseline_report(records, queries)}
 
 
 def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_too: bool = True) -> dict:
@@ -220,10 +247,21 @@ def _met(key: str, value: float | None) -> str:
     return "" if value is None else ("yes" if ok(value) else "**no**")
 
 
-def _comparison(title: str, columns: tuple[str, str], rows: list[tuple[str, float | None, float | None]]) -> list[str]:
-    """A titled two-column Markdown table of one measure per row, as README tables show them."""
-    return ["", title, "", f"| measure | {columns[0]} | {columns[1]} |", "|---|---|---|",
-            *(f"| {name} | {_fmt(a)} | {_fmt(b)} |" for name, a, b in rows)]
+def _comparison(title: str, columns: tuple[str, ...], rows: list[tuple[str, *tuple[float | None, ...]]]) -> list[str]:
+    """A titled Markdown table of one measure per row and one column per variant, as README tables show them."""
+    return ["", title, "", f"| measure | {' | '.join(columns)} |", "|---" * (len(columns) + 1) + "|",
+            *(f"| {name} | {' | '.join(_fmt(v) for v in values)} |" for name, *values in rows)]
+
+
+def _baseline_rows(name: str, report: dict) -> list[tuple[str, *tuple[float | None, ...]]]:
+    b = report.get("baselines")
+    if not b:
+        return []
+    rows = [(f"{name}: out of scope vs in scope (`p_llm`)", b["route_learned"], b["route_max_cosine"],
+             b["route_kb_top"], None),
+            (f"{name}: right vs wrong top answer (`draft_quality`)", b["draft_learned"], None, b["draft_kb_top"],
+             b["draft_kb_margin"])]
+    return [row for row in rows if row[1] is not None]  # a set without such pairs has no row
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -278,6 +316,13 @@ def markdown(report: dict) -> str:
             ("CLINC150 in-scope top-1", report["clinc150_base"]["in_scope_top1"], clinc["in_scope_top1"]),
             ("Banking77-OOS AUROC", report["banking77_oos_base"]["auroc"], bank["auroc"]),
             ("Banking77 top-1", report["banking77_top1_base"], report["banking77_top1_tuned"])])
+    lines += _comparison(
+        "Learned scores against plain baselines on the same messages (AUROC, higher is better; tuned encoder; "
+        "– where a baseline does not apply). Max-cosine is the nearest stored question's cosine, the baseline the issue names:",
+        ("learned score", "max-cosine", "KB top score", "top-two margin"),
+        [*_baseline_rows("held-out", held), *_baseline_rows("Chinese test", report["zh"]),
+         *_baseline_rows("Bitext test", report["bitext"]), *_baseline_rows("CLINC150 test", clinc),
+         *_baseline_rows("Banking77-OOS test", bank)])
     bare_clinc, bare_bank = report.get("clinc150_tuned_no_examples"), report.get("banking77_oos_tuned_no_examples")
     if bare_clinc is not None and bare_bank is not None:
         lines += _comparison("What out-of-scope examples add (tuned encoder, same router; τ of each chosen on valid):",

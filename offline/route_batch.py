@@ -53,7 +53,9 @@ def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id
     return {"query_id": query_id, "route": route,
             "answer_id": turn.hits[0].answer_id if turn.hits else None,
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,
-            "rewrite": turn.plan == "rewrite", "kb_top": turn.scores.get("kb_top")}
+            "rewrite": turn.plan == "rewrite", "kb_top": turn.scores.get("kb_top"),
+            "kb_margin": turn.scores.get("kb_margin"), "dense_top": turn.scores.get("dense_top"),
+            "draft_quality": turn.scores.get("draft_quality")}
 
 
 def read_queries(path: Path) -> list[dict[str, str]]:
