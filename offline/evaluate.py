@@ -45,7 +45,12 @@ def _route(kb, queries: list[Query], thresholds: Thresholds) -> list[dict]:
 
 
 def _p(records: list[dict]) -> np.ndarray:
-    return np.array([r["p_llm"] if r["p_llm"] is not None else 1.0 for r in records])
+    """p_llm per record; a message decided before scoring (guard, rule, tool) counts as sure to need the LLM."""
+    return _score(records, "p_llm", missing=1.0)
+
+
+def _score(records: list[dict], key: str, sign: float = 1.0, missing: float = 0.0) -> np.ndarray:
+    return np.array([sign * (r[key] if r.get(key) is not None else missing) for r in records], dtype=np.float64)
 
 
 def _auroc(y: np.ndarray, p: np.ndarray) -> float:
@@ -71,10 +76,6 @@ def oos_report(records: list[dict], queries: list[Query], tau: float) -> dict:
             "baselines": baseline_report(records, queries)}
 
 
-def _score(records: list[dict], key: str, sign: float = 1.0, missing: float = 0.0) -> np.ndarray:
-    return np.array([sign * (r[key] if r.get(key) is not None else missing) for r in records], dtype=np.float64)
-
-
 def baseline_report(records: list[dict], queries: list[Query]) -> dict:
     """The learned scores against the plain baselines the issue names, on the same messages (AUROC, higher is
     better): ``p_llm`` against the nearest stored question's cosine (max-cosine) and the KB's own top score for
@@ -89,10 +90,10 @@ def baseline_report(records: list[dict], queries: list[Query]) -> dict:
     drafts = [(r, q) for r, q in zip(records, queries) if not q.needs_llm and r.get("draft_quality") is not None]
     right = np.array([r["answer_id"] == q.answer_id for r, q in drafts])
     if 0 < right.sum() < len(right):
-        kept = [r for r, _ in drafts]
-        out.update(draft_learned=_auroc(right, _score(kept, "draft_quality")),
-                   draft_kb_top=_auroc(right, _score(kept, "kb_top")),
-                   draft_kb_margin=_auroc(right, _score(kept, "kb_margin")))
+        draft_records = [r for r, _ in drafts]
+        out.update(draft_learned=_auroc(right, _score(draft_records, "draft_quality")),
+                   draft_kb_top=_auroc(right, _score(draft_records, "kb_top")),
+                   draft_kb_margin=_auroc(right, _score(draft_records, "kb_margin")))
     return out
 
 
