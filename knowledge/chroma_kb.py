@@ -402,7 +402,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
         ids, docs, metas = got["ids"], [d or "" for d in got["documents"]], got["metadatas"]
         step = min(256, store.batch_size(self._client))
         bar = tqdm(total=len(ids), desc=f"Re-embedding the KB with {self.encoder.name} {self.encoder.version}",
-                   unit="rec", disable=len(ids) < 200, leave=False)
+                   unit="rec", disable=True if len(ids) < 200 else None, leave=False)  # None: only on a terminal
         try:
             for start in range(0, len(ids), step):
                 chunk = slice(start, start + step)

@@ -15,6 +15,7 @@ fp32 ONNX does (exact, still faster than torch here). ``export.json`` records th
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -66,8 +67,17 @@ def quantize(onnx_path: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target = onnx_path.with_name(INT8_FILE)
-    quantize_dynamic(str(onnx_path), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                     reduce_range=not cpu_has_vnni())
+    # quantize_dynamic advises pre-processing through the root logger, which also installs a root handler that
+    # then prints every library's debug lines (bm25s logs at DEBUG); the advice is for CNNs, not MiniLM.
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(onnx_path), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=not cpu_has_vnni())
+    finally:
+        logging.disable(logging.NOTSET)
+        root.handlers[:] = handlers
     return target
 
 

@@ -7,7 +7,7 @@ tool is not run, and the messages are embedded up front in batches.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from chains.router_chain import RouterChain
@@ -15,7 +15,7 @@ from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
 from chains.schema import ChatRequest
 from chains.turn import Turn
-from core.encoders import load_encoder
+from core.encoders import AUTO, load_encoder
 from core.errors import TandemError
 from core.policy import Thresholds
 from core.settings import get_settings
@@ -78,13 +78,26 @@ def live_thresholds() -> Thresholds:
 
 
 def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, str]], router_name: str | None = None,
-               tau: float | None = None) -> Iterator[dict]:
+               tau: float | None = None, tune: bool = True, progress: bool = False,
+               log: Callable[[str], None] = print) -> Iterator[dict]:
+    """Route ``rows`` against a throwaway KB built as the product builds one.
+
+    With the default encoder (``auto``) and ``tune``, that includes the encoder tuned on the KB's content: trained
+    on the first run (minutes), then reused from ``$TANDEM_HOME/encoders`` for the same files. An encoder named in
+    TANDEM_ENCODER is used as named, untuned, as the product would."""
     from knowledge.chroma_kb import throwaway_kb
+    from offline.kbs import build_kb
 
     thresholds = live_thresholds()
     if tau is not None:
         thresholds = thresholds.model_copy(update={"route_threshold": tau})
-    kb = throwaway_kb(load_encoder(), kb_csv, questions_csv)
+    if get_settings().encoder == AUTO:
+        kb = build_kb(kb_csv, questions_csv, tune=tune, log=log, progress=progress)
+        if not tune:
+            log("--no-tune: routing with the base MiniLM")
+    else:
+        kb = throwaway_kb(load_encoder(), kb_csv, questions_csv)
+        log(f"TANDEM_ENCODER={get_settings().encoder}: routing with that encoder, not tuned")
     texts = [" ".join((row.get("query") or "").split()) for row in rows]
     chain = batch_chain(kb, router_name, [t for t in texts if t], live=True)
     for index, row in enumerate(rows):

@@ -59,7 +59,11 @@ def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers 
                 queries: Path = typer.Option(..., "--queries", exists=True, help="queries CSV (query_id,query,...)"),
                 out: Path = typer.Option(..., "--out", help="JSON lines to write"),
                 router: str = typer.Option(None, "--router", help="Router name (default: settings)."),
-                tau: float = typer.Option(None, "--tau", help="Threshold (default: the live settings value).")) -> None:
+                tau: float = typer.Option(None, "--tau", help="Threshold (default: the live settings value)."),
+                tune: bool = typer.Option(True, "--tune/--no-tune", help="Tune the encoder on the KB first, as "
+                                          "the product does (minutes the first time; cached by the KB's content "
+                                          "under $TANDEM_HOME/encoders)."),
+                progress: bool = typer.Option(True, help="Show a progress bar while tuning.")) -> None:
     """Route every query of a CSV against a throwaway KB, without calling any LLM."""
     from offline.route_batch import read_queries, route_rows
 
@@ -67,11 +71,12 @@ def route_batch(kb: Path = typer.Option(..., "--kb", exists=True, help="answers 
     start = time.perf_counter()
     count = 0
     with out.open("w", encoding="utf-8") as handle:
-        for record in route_rows(kb, questions, rows, router_name=router, tau=tau):
+        for record in route_rows(kb, questions, rows, router_name=router, tau=tau, tune=tune, progress=progress,
+                                 log=lambda line: typer.echo(line, err=True)):
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
     elapsed = time.perf_counter() - start
-    typer.echo(f"routed {count} queries in {elapsed:.1f} s ({count / max(elapsed, 1e-9):.0f}/s incl. KB build) "
+    typer.echo(f"routed {count} queries in {elapsed:.1f} s ({count / max(elapsed, 1e-9):.1f}/s incl. KB build) "
                f"-> {out}", err=True)
 
 

@@ -179,7 +179,7 @@ def test_route_batch_output_format(tmp_path):
                        "q3,Explain the geopolitical history of the Ottoman empire in detail\n")
     out = tmp_path / "out.jsonl"
     result = run_cli("route-batch", "--kb", str(demo / "answers.csv"), "--questions", str(demo / "questions.csv"),
-                     "--queries", str(queries), "--out", str(out))
+                     "--queries", str(queries), "--out", str(out), "--no-tune")  # tuning: test_kb_tune.py
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["query_id"] for r in records] == ["q1", "q2", "q3"]
