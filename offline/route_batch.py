@@ -91,13 +91,14 @@ def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, st
     thresholds = live_thresholds()
     if tau is not None:
         thresholds = thresholds.model_copy(update={"route_threshold": tau})
-    if get_settings().encoder == AUTO:
+    encoder = get_settings().encoder
+    if encoder == AUTO:
         kb = build_kb(kb_csv, questions_csv, tune=tune, log=log, progress=progress)
         if not tune:
             log("--no-tune: routing with the base MiniLM")
     else:
-        kb = throwaway_kb(load_encoder(), kb_csv, questions_csv)
-        log(f"TANDEM_ENCODER={get_settings().encoder}: routing with that encoder, not tuned")
+        kb = throwaway_kb(load_encoder(encoder), kb_csv, questions_csv)
+        log(f"TANDEM_ENCODER={encoder}: routing with that encoder, not tuned")
     texts = [" ".join((row.get("query") or "").split()) for row in rows]
     chain = batch_chain(kb, router_name, [t for t in texts if t], live=True)
     for index, row in enumerate(rows):

@@ -8,9 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from tests.conftest import REPO, run_cli
+from tests.conftest import DEMO, run_cli
 
-DEMO = REPO / "knowledge" / "demo"
 QUERIES = ("query_id,query\nq1,how long does shipping take\nq2,can i send back shoes that dont fit\n"
            "q3,which of your laptops is best for gaming and why\n")
 
