@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -41,29 +42,59 @@ def wait_for(predicate, timeout: float, interval: float = 0.1):
     return None
 
 
+@dataclass
+class Saturation:
+    """The long generations :func:`saturated` keeps in flight, and how each one that ended did."""
+
+    base_url: str
+    threads: list[threading.Thread] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)  # "HTTP 200 after 12 lines", "ConnectError: ..."
+
+    def queued(self, at_least: int = 3, timeout: float = 180) -> dict[str, float]:
+        """Wait until vLLM's own waiting queue holds ``at_least`` requests; fail saying what the engine reported and
+        how the load's requests ended (on a starved 2-core machine the queue can take well over a minute to show)."""
+        seen: dict[str, float] = {}
+
+        def enough() -> bool:
+            seen.update(engine_metrics(self.base_url))
+            return seen["waiting"] >= at_least
+
+        if wait_for(enough, timeout):
+            return seen
+        raise AssertionError(f"vLLM never queued {at_least} requests in {timeout:.0f} s: its /metrics said {seen}; "
+                             f"{len(self.ended)} of {len(self.threads)} load requests had ended: "
+                             f"{self.ended or 'none'}")
+
+
 @contextmanager
-def saturated(base_url: str, model: str, requests: int = 12, max_tokens: int = 400) -> Iterator[list[threading.Thread]]:
+def saturated(base_url: str, model: str, requests: int = 12, max_tokens: int = 400) -> Iterator[Saturation]:
     """``requests`` long generations in flight at once until the block ends (then they are aborted)."""
     stop = threading.Event()
+    load = Saturation(base_url)
 
     def one() -> None:
+        lines, outcome = 0, ""
         try:
             with httpx.Client(timeout=300) as client, client.stream(
                     "POST", f"{base_url}/chat/completions",
                     json={"model": model, "messages": LONG_PROMPT, "max_tokens": max_tokens, "stream": True,
                           "temperature": 1.0, "ignore_eos": True}) as response:
+                outcome = f"HTTP {response.status_code}"
                 for _ in response.iter_lines():
+                    lines += 1
                     if stop.is_set():
                         break  # closing the stream aborts the request in the engine
-        except httpx.HTTPError:
-            pass
+            outcome += f" after {lines} lines"
+        except httpx.HTTPError as error:
+            outcome = f"{type(error).__name__}: {error}"
+        load.ended.append(outcome)
 
-    threads = [threading.Thread(target=one, daemon=True) for _ in range(requests)]
-    for thread in threads:
+    load.threads = [threading.Thread(target=one, daemon=True) for _ in range(requests)]
+    for thread in load.threads:
         thread.start()
     try:
-        yield threads
+        yield load
     finally:
         stop.set()
-        for thread in threads:
+        for thread in load.threads:
             thread.join(30)

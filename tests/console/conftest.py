@@ -20,7 +20,7 @@ def traffic(settings, db, demo_kb, llm_server_process):
     """Real requests of every route (small, cache, tool, guard, llm, degraded), logged by the chain itself."""
     from tests.conftest import make_runtime
     from tests.console.traffic import drive
-    from tests.vllm_load import engine_metrics, saturated, wait_for
+    from tests.vllm_load import saturated, wait_for
 
     url = live(llm_server_process).url
     runtime = make_runtime(settings.model_copy(update={"llm_url": url}), db, demo_kb, use_llm=True)
@@ -29,8 +29,8 @@ def traffic(settings, db, demo_kb, llm_server_process):
 
     @contextmanager
     def saturate():
-        with saturated(url, "smollm2", requests=12):
-            assert wait_for(lambda: engine_metrics(url)["waiting"] >= 3, 60)
+        with saturated(url, "smollm2", requests=12) as load:
+            load.queued(at_least=3)
             assert wait_for(lambda: not runtime.llm.admit("someone")[0], 10)
             yield
 

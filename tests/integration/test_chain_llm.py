@@ -77,8 +77,8 @@ def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_
     runtime.policy.save({"route_threshold": 0.0, "overload_enter": 0.75, "overload_exit": 0.3}, "test",
                         "everything to the LLM; degrade when vLLM queues")
     try:
-        with saturated(llm_server.url, "smollm2", requests=12):
-            assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] >= 3, 60)
+        with saturated(llm_server.url, "smollm2", requests=12) as load:
+            load.queued(at_least=3)
             assert wait_for(lambda: not runtime.llm.admit("dave")[0], 30), runtime.llm.status()
             degraded = ask(runtime, "Can you recommend a gift for my dad?", user="dave", session="deg-1")
             vip = ask(runtime, "Can you recommend a gift for my mum?", user="vip-1", session="deg-2")

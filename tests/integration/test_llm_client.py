@@ -98,8 +98,8 @@ def test_vllms_own_queue_turns_the_gate_on_and_it_turns_off_once_drained(llm_set
     policy = Thresholds.defaults(llm_settings).model_copy(update={"overload_enter": 0.75, "overload_exit": 0.3})
     client = LLMClient(llm_settings.model_copy(update={"vip_users": "vip-1"}), lambda: policy)
     assert client.admit("alice")[0]
-    with saturated(llm_server.url, "smollm2", requests=12):
-        assert wait_for(lambda: engine_metrics(llm_server.url)["waiting"] >= 3, 60), "vLLM never queued"
+    with saturated(llm_server.url, "smollm2", requests=12) as load:
+        load.queued(at_least=3)
         assert wait_for(lambda: not client.admit("alice")[0], 10), client.status()
         admitted, reason = client.admit("alice")
         assert not admitted and "overloaded" in reason
