@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from offline.datasets import read_csv
 from tests.conftest import DEMO, run_cli
 
 QUERIES = ("query_id,query\nq1,how long does shipping take\nq2,can i send back shoes that dont fit\n"
@@ -16,20 +17,18 @@ QUERIES = ("query_id,query\nq1,how long does shipping take\nq2,can i send back s
 
 def _demo_part(folder: Path, answers: int = 20) -> tuple[Path, Path]:
     """The demo KB's first ``answers`` answers and their example questions, as CSVs a shop would ingest."""
-    paths = []
-    keep: set[str] = set()
-    for name in ("answers", "questions"):
-        with (DEMO / f"{name}.csv").open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            rows = list(reader)
-        keep = keep or {row["answer_id"] for row in rows[:answers]}
-        path = folder / f"{name}.csv"
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(reader.fieldnames or []))
-            writer.writeheader()
-            writer.writerows(row for row in rows if row["answer_id"] in keep)
-        paths.append(path)
-    return paths[0], paths[1]
+    answer_rows = read_csv(DEMO / "answers.csv")[:answers]
+    kept = {row["answer_id"] for row in answer_rows}
+    question_rows = [row for row in read_csv(DEMO / "questions.csv") if row["answer_id"] in kept]
+    return _write_csv(folder / "answers.csv", answer_rows), _write_csv(folder / "questions.csv", question_rows)
+
+
+def _write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 def _kb_version(env: dict[str, str]) -> str:
