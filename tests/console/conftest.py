@@ -31,7 +31,7 @@ def traffic(settings, db, demo_kb, llm_server_process):
     def saturate():
         with saturated(url, "smollm2", requests=12) as load:
             load.queued(at_least=3)
-            assert wait_for(lambda: not runtime.llm.admit("someone")[0], 10)
+            assert wait_for(lambda: not runtime.llm.admit("someone")[0], 30), runtime.llm.status()
             yield
 
     try:
