@@ -134,6 +134,15 @@ def demo_rows(name: str) -> int:
         return sum(1 for _ in csv.DictReader(f))
 
 
+def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    """``rows`` (dicts with the same keys, at least one) as a CSV with a header, the way a shop's files look."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run the installed `tandem` console script as a user would."""
     return subprocess.run([str(VENV_BIN / "tandem"), *args], capture_output=True, text=True, timeout=timeout,

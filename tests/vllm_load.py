@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -56,15 +57,13 @@ class Saturation:
     def queued(self, at_least: int = 3, timeout: float = 180) -> dict[str, float]:
         """Wait until vLLM's own waiting queue holds ``at_least`` requests; fail saying what the engine reported over
         the wait and how the load's requests ended (on a starved 2-core machine the queue can take a minute to show)."""
-        seen: dict[str, float] = {}
+        def enough() -> dict[str, float] | None:
+            counts = engine_metrics(self.base_url)
+            self.readings.append((round(time.monotonic() - self.started_at, 1), counts["running"], counts["waiting"]))
+            return counts if counts["waiting"] >= at_least else None
 
-        def enough() -> bool:
-            seen.update(engine_metrics(self.base_url))
-            self.readings.append((round(time.monotonic() - self.started_at, 1), seen["running"], seen["waiting"]))
-            return seen["waiting"] >= at_least
-
-        if wait_for(enough, timeout):
-            return seen
+        if counts := wait_for(enough, timeout):
+            return counts
         most = (max(r[1] for r in self.readings), max(r[2] for r in self.readings)) if self.readings else None
         raise AssertionError(
             f"vLLM never queued {at_least} requests in {timeout:.0f} s: {len(self.readings)} /metrics readings, "
@@ -74,10 +73,7 @@ class Saturation:
 
 
 def summarize(outcomes: list[str]) -> str:
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome] = counts.get(outcome, 0) + 1
-    return ", ".join(f"{n} x {outcome}" for outcome, n in counts.items()) or "none"
+    return ", ".join(f"{n} x {outcome}" for outcome, n in Counter(outcomes).items()) or "none"
 
 
 @contextmanager

@@ -3,13 +3,12 @@ MiniLM on a 20-answer part of the demo KB (about 20 s on 2 cores), in a data dir
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
 
 from offline.datasets import read_csv
-from tests.conftest import DEMO, run_cli
+from tests.conftest import DEMO, run_cli, write_csv
 
 QUERIES = ("query_id,query\nq1,how long does shipping take\nq2,can i send back shoes that dont fit\n"
            "q3,which of your laptops is best for gaming and why\n")
@@ -20,15 +19,7 @@ def _demo_part(folder: Path, answers: int = 20) -> tuple[Path, Path]:
     answer_rows = read_csv(DEMO / "answers.csv")[:answers]
     kept = {row["answer_id"] for row in answer_rows}
     question_rows = [row for row in read_csv(DEMO / "questions.csv") if row["answer_id"] in kept]
-    return _write_csv(folder / "answers.csv", answer_rows), _write_csv(folder / "questions.csv", question_rows)
-
-
-def _write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    return write_csv(folder / "answers.csv", answer_rows), write_csv(folder / "questions.csv", question_rows)
 
 
 def _kb_version(env: dict[str, str]) -> str:

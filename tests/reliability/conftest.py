@@ -18,10 +18,8 @@ import pytest
 
 from tests.apps import GRADIO_CLIENT_HTTPX, UPLOAD_LIMIT_MB, RunningApp, start_app, stop_app  # noqa: F401
 from tests.apps import app_env as shared_app_env
-from tests.conftest import REPO, run_cli
+from tests.conftest import DEMO, run_cli, write_csv
 from tests.reliability.corpus.generate import INJECTION_DOC
-
-DEMO = REPO / "knowledge" / "demo"
 
 
 @dataclass
@@ -95,18 +93,11 @@ def gradio(reliability_app):
 @pytest.fixture(scope="session")
 def small_kb(tmp_path_factory, encoder):
     """A real Chroma KB in a temp folder with a handful of demo answers (cheap to embed)."""
-    import csv
-
     from knowledge.chroma_kb import ChromaKnowledgeBase
+    from offline.datasets import read_csv
 
     folder = tmp_path_factory.mktemp("small-kb")
-    with (DEMO / "answers.csv").open(newline="", encoding="utf-8") as source:
-        rows = list(csv.DictReader(source))[:6]
-    answers = folder / "answers.csv"
-    with answers.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    answers = write_csv(folder / "answers.csv", read_csv(DEMO / "answers.csv")[:6])
     kb = ChromaKnowledgeBase(encoder, path=folder / "chroma")
     kb.ingest([answers], progress=False)
     return kb
