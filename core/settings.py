@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, description="Per-try timeout of one LLM call.")
     llm_retries: int = Field(2, ge=0, le=5, description="Retries after the first try (backoff with jitter).")
     llm_max_tokens: int = Field(96, description="Token cap of one LLM answer.")
+    llm_temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature of LLM answers "
+                                          "a request does not set; unset: the engine's default (the model's generation "
+                                          "config). 0 answers greedily: the same question, the same answer.")
     llm_max_in_flight: int = Field(4, ge=1, description="LLM calls one app process runs at once; more queue "
                                    "(and count as load). Raise it for vLLM on a GPU.")
     llm_queue_wait_s: float = Field(5.0, ge=0, description="Longest wait for a free LLM slot before the "
@@ -117,6 +120,11 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:
         return value.expanduser().resolve()
+
+    @field_validator("llm_temperature", mode="before")
+    @classmethod
+    def _unset_temperature(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value  # TANDEM_LLM_TEMPERATURE= (unset)
 
     @model_validator(mode="after")
     def _hysteresis(self) -> Settings:

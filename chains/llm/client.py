@@ -98,6 +98,8 @@ class LLMClient(LLM):
                 first_at = None
                 finish = ""
                 options: dict[str, Any] = {"max_tokens": max_tokens}
+                if temperature is None:
+                    temperature = settings.llm_temperature
                 if temperature is not None:
                     options["temperature"] = temperature
                 priority = self._priority_for(user_id, tier.base_url)

@@ -12,7 +12,7 @@ from chains import tiers
 from chains.schema import ChatRequest, ChatResponse, Decided
 from storage.tables import RequestLog
 from tests.conftest import make_runtime
-from tests.vllm_load import engine_metrics, saturated, wait_for
+from tests.vllm_load import LONG_STORY, engine_metrics, saturated, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -94,9 +94,9 @@ def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_
 def test_stop_aborts_the_engine_request_and_the_row_is_logged_as_cancelled(runtime, llm_server):
     runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
     cancel = threading.Event()
-    stream = runtime.service.stream(ChatRequest(message="Tell me a long story about a lost package",
-                                                user_id="dave", session_id="llm-stop", max_tokens=400), cancel)
-    pieces = []
+    stream = runtime.service.stream(ChatRequest(message=LONG_STORY, user_id="dave", session_id="llm-stop",
+                                                max_tokens=400, temperature=0.0), cancel)
+    pieces, stopped, final = [], None, None
     for item in stream:
         if isinstance(item, str):
             pieces.append(item)
@@ -106,6 +106,8 @@ def test_stop_aborts_the_engine_request_and_the_row_is_logged_as_cancelled(runti
                 stopped = time.monotonic()
         if isinstance(item, ChatResponse):
             final = item
+    assert final is not None and stopped is not None, \
+        f"the answer ended before its third piece: {pieces}, {final and (final.route, final.reasons)}"
     assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0)
     assert time.monotonic() - stopped < 2.5
     assert final.cancelled and final.completion_tokens < 400

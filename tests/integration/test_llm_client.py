@@ -18,7 +18,7 @@ MESSAGES = [{"role": "user", "content": "Where is my order?"}]
 
 
 def test_stream_yields_several_deltas_then_a_result_with_the_engines_token_counts(llm_client, llm_server):
-    items = list(llm_client.stream(MESSAGES, max_tokens=8))
+    items = list(llm_client.stream(MESSAGES, max_tokens=8, temperature=0.0))  # greedy: the same reply every run
     *deltas, result = items
     assert len(deltas) > 1 and all(isinstance(d, str) for d in deltas)
     assert isinstance(result, LLMResult) and not result.cancelled
@@ -31,7 +31,7 @@ def test_stream_yields_several_deltas_then_a_result_with_the_engines_token_count
 
 def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_client, llm_server):
     cancel = threading.Event()
-    stream = llm_client.stream(LONG_PROMPT, max_tokens=400, cancel=cancel)
+    stream = llm_client.stream(LONG_PROMPT, max_tokens=400, cancel=cancel, temperature=0.0)
     received = [next(stream) for _ in range(3)]
     assert engine_metrics(llm_server.url)["running"] >= 1
     cancel.set()
@@ -41,6 +41,16 @@ def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_clie
     assert time.monotonic() - stopped_at < 2.0
     assert result.cancelled and result.finish_reason == "cancelled" and result.text.startswith("".join(received))
     assert result.completion_tokens < 400
+
+
+def test_the_temperature_setting_applies_when_a_request_sets_none_and_a_requests_own_overrides_it(llm_settings,
+                                                                                                   llm_server):
+    client = LLMClient(llm_settings.model_copy(update={"llm_temperature": 0.0}))
+    greedy = [client.complete(MESSAGES, max_tokens=24).text for _ in range(2)]
+    sampled = {client.complete(MESSAGES, max_tokens=24, temperature=1.5).text for _ in range(4)}
+    client.close()
+    assert greedy[0] and greedy[0] == greedy[1]  # setting 0: the same question, the same answer
+    assert len(sampled) > 1, sampled  # the request's own temperature wins: four samples, not one answer
 
 
 def test_crash_opens_the_breaker_and_recovery_closes_it(llm_settings, llm_server):

@@ -123,12 +123,12 @@ def test_an_llm_answer_streams_from_vllm_into_the_chat_with_the_llm_badge(app_se
 
 
 def test_stop_in_the_browser_aborts_the_engine_request_and_logs_it_cancelled(app_server, browser, llm_server):
-    from tests.vllm_load import engine_metrics
+    from tests.vllm_load import LONG_STORY, engine_metrics
 
     started = datetime.now(UTC)
     browser.open(app_server.url + "/")
     browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
-    _send(browser, "Please write me a long bedtime story about a brave little teapot who wants to see the sea")
+    _send(browser, LONG_STORY)
     streaming = wait_until(lambda: (engine_metrics(llm_server.url)["running"] >= 1 and len(browser.js(LAST_BOT)) > 20)
                            or browser.js(BADGES)[-1:] == ["route: llm"] or _rows_since(started, channel="ui"), 60,
                            "the answer streaming from vLLM", interval=0.05)
