@@ -46,9 +46,11 @@ def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_clie
 def test_the_temperature_setting_applies_when_a_request_sets_none_and_a_requests_own_overrides_it(llm_settings,
                                                                                                    llm_server):
     client = LLMClient(llm_settings.model_copy(update={"llm_temperature": 0.0}))
-    greedy = [client.complete(MESSAGES, max_tokens=24).text for _ in range(2)]
-    sampled = {client.complete(MESSAGES, max_tokens=24, temperature=1.5).text for _ in range(4)}
-    client.close()
+    try:
+        greedy = [client.complete(MESSAGES, max_tokens=24).text for _ in range(2)]
+        sampled = {client.complete(MESSAGES, max_tokens=24, temperature=1.5).text for _ in range(4)}
+    finally:
+        client.close()
     assert greedy[0] and greedy[0] == greedy[1]  # setting 0: the same question, the same answer
     assert len(sampled) > 1, sampled  # the request's own temperature wins: four samples, not one answer
 
