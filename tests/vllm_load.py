@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
-# Answered greedily, SmolLM2 writes this story to any token cap (400 measured); a sampled reply can end in a few
-# words, or be cut by the answer check, before a test gets to press Stop.
+# Answered greedily, SmolLM2 writes this story up to the token cap (all 400 tokens, measured); a sampled reply can
+# end in a few words, or be cut by the answer check, before a test gets to press Stop.
 LONG_STORY = "Write a very long, detailed story about a parcel that travels around the world, chapter by chapter."
 LONG_PROMPT = [{"role": "user", "content": LONG_STORY}]
 

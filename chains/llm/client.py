@@ -67,6 +67,7 @@ class LLMClient(LLM):
         messages = _checked_messages(messages)
         settings = self.settings
         max_tokens = _checked_max_tokens(max_tokens, settings.llm_max_tokens)
+        temperature = settings.llm_temperature if temperature is None else temperature
         tier = self._select(score)
         endpoint = self._endpoint(tier)
         tries = 1 + settings.llm_retries
@@ -98,8 +99,6 @@ class LLMClient(LLM):
                 first_at = None
                 finish = ""
                 options: dict[str, Any] = {"max_tokens": max_tokens}
-                if temperature is None:
-                    temperature = settings.llm_temperature
                 if temperature is not None:
                     options["temperature"] = temperature
                 priority = self._priority_for(user_id, tier.base_url)
