@@ -59,3 +59,16 @@ def test_default_thresholds_are_the_ones_the_shipped_router_was_calibrated_for()
     defaults = Settings.model_fields
     assert defaults["route_threshold"].default == chosen["route_threshold"]
     assert defaults["rewrite_threshold"].default == chosen["rewrite_threshold"]
+
+
+def test_an_empty_llm_temperature_means_unset_and_one_out_of_range_is_refused(monkeypatch):
+    import pytest
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("TANDEM_LLM_TEMPERATURE", "")
+    assert Settings().llm_temperature is None  # the engine's default
+    monkeypatch.setenv("TANDEM_LLM_TEMPERATURE", "0")
+    assert Settings().llm_temperature == 0.0
+    monkeypatch.setenv("TANDEM_LLM_TEMPERATURE", "5")
+    with pytest.raises(ValidationError, match="less than or equal to 2"):
+        Settings()
