@@ -1,8 +1,11 @@
 """The alert detector on simulated per-minute counts: false alerts a day on steady traffic, and how soon a step is
 caught (`python -m bench.detector_sim`; the README's detector figures come from it).
 
-Each minute has Poisson(30) requests and a binomial count of events at a steady base rate; the detector's own
-spread and surprise functions (ops/detector.py) score it against a three-hour history, as `evaluate` does.
+Rates: each minute has Poisson(30) requests and a binomial count of events at a steady base rate; the detector's
+own spread and surprise functions (ops/detector.py) score it against a three-hour history, as `evaluate` does.
+Latencies: each minute has Poisson(12) small-tier requests, a lognormal body (median 30 ms) plus a share of slow
+outliers at 100-400 ms (what a 2-core host shows: a GC pause, a neighbour's burst), scored by the detector's
+`latency_surprises`, and for comparison by the Gaussian z of the minute's p95 that it replaced.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from ops.detector import H, K, series_spread, surprise
+from ops.detector import H, K, latency_surprises, series_spread, surprise
 
 PER_MINUTE = 30
 HISTORY = 180
@@ -54,13 +57,69 @@ def caught_within(rate: float, spreads: float, rng: np.random.Generator, trials:
     return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
 
 
+SMALL_PER_MINUTE = 12
+
+
+def latency_minutes(count: int, slow_share: float, rng: np.random.Generator, factor: float = 1.0) -> pd.Series:
+    """``count`` minutes of request latencies (sorted arrays, as minute_series keeps them)."""
+    minutes = []
+    for size in np.maximum(rng.poisson(SMALL_PER_MINUTE, count), 1):
+        body = rng.lognormal(math.log(30.0), 0.45, size) * factor
+        minutes.append(np.sort(np.where(rng.random(size) < slow_share, rng.uniform(100.0, 400.0, size), body)))
+    return pd.Series(minutes)
+
+
+def p95_gaussian_z(minute: np.ndarray, past: pd.Series) -> float:
+    """The detector before 2026-12-02: the minute's p95 against the history's median and robust spread."""
+    p95s = past.apply(lambda ms: float(np.quantile(ms, 0.95)))
+    spread = series_spread(p95s, "latency", SMALL_PER_MINUTE)
+    return (float(np.quantile(minute, 0.95)) - float(p95s.median())) / spread
+
+
+def false_latency_alerts_per_day(slow_share: float, days: int, rng: np.random.Generator,
+                                 old: bool = False) -> float:
+    minutes = latency_minutes(days * 1440 + HISTORY + 10, slow_share, rng)
+    alerts, score, open_, block = 0, 0.0, False, {}
+    for t in range(HISTORY + 10, len(minutes)):
+        if t % 10 == 0 or t == HISTORY + 10:  # evaluate() scores ten recent minutes against one history
+            past, recent = minutes.iloc[t - 10 - HISTORY:t - 10], minutes.iloc[t:t + 10]
+            block = ({i: p95_gaussian_z(ms, past) for i, ms in recent.items()} if old
+                     else latency_surprises(past, recent, SMALL_PER_MINUTE))
+        score = max(0.0, score + block[t] - K)
+        if score >= H and not open_:
+            alerts, open_ = alerts + 1, True
+        open_ = open_ and score > 0
+    return alerts / days
+
+
+def slowdown_caught_within(slow_share: float, rng: np.random.Generator, factor: float = 1.0, more_slow: float = 0.0,
+                           trials: int = 200) -> tuple[float, float]:
+    """Share of slowdowns caught within 2 and within 3 minutes: every ordinary request ``factor`` times slower, or
+    ``more_slow`` more of the requests slow outliers (the tail alone getting worse)."""
+    delays = []
+    for _ in range(trials):
+        past = latency_minutes(HISTORY, slow_share, rng)
+        recent = latency_minutes(3, slow_share + more_slow, rng, factor)
+        score, delay = 0.0, 99
+        for minute, z in enumerate(latency_surprises(past, recent, SMALL_PER_MINUTE).values(), start=1):
+            score = max(0.0, score + z - K)
+            if score >= H:
+                delay = minute
+                break
+        delays.append(delay)
+    caught = np.asarray(delays)
+    return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=200, help="simulated days per base rate (false alerts are rare: "
                                                                "20 days cannot tell 0.01 a day from none)")
-    days = parser.parse_args(argv).days
+    parser.add_argument("--latency-days", type=int, default=20, help="simulated days per share of slow requests")
+    args = parser.parse_args(argv)
+    days = args.days
     rng = np.random.default_rng(7)
     print(f"k={K}, h={H}, {PER_MINUTE} requests a minute; {days} simulated days per base rate")
     print("base rate | false alerts a day | 3-spread step caught <= 2 min / <= 3 min | 4-spread <= 2 min")
@@ -69,7 +128,17 @@ def main(argv: list[str] | None = None) -> None:
         four, _ = caught_within(rate, 4.0, rng)
         print(f"{rate:9.3f} | {false_alerts_per_day(rate, days, rng):18.3f} | {two:19.0%} / {three:.0%} | {four:.0%}",
               flush=True)
-
+    print(f"\nsmall-tier latency, {SMALL_PER_MINUTE} requests a minute; {args.latency_days} simulated days per share "
+          "of slow outliers")
+    print("slow share | false alerts a day (p95 Gaussian z before) | 2x slowdown caught <= 2 / <= 3 min | "
+          "20 % more outliers <= 2 / <= 3 min")
+    for share in (0.0, 0.01, 0.02, 0.04):
+        now = false_latency_alerts_per_day(share, args.latency_days, rng)
+        before = false_latency_alerts_per_day(share, max(1, args.latency_days // 10), rng, old=True)
+        two, three = slowdown_caught_within(share, rng, factor=2.0)
+        tail_two, tail_three = slowdown_caught_within(share, rng, more_slow=0.2)
+        print(f"{share:10.2f} | {now:8.3f} ({before:.1f}) {'':26}| {two:19.0%} / {three:.0%} | "
+              f"{tail_two:19.0%} / {tail_three:.0%}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -190,13 +190,28 @@ def test_kb_change_that_retires_the_cache_opens_a_cache_hit_alert_within_2_minut
     assert "cache_hit_rate" in {a.series for a in opened}, [a.message for a in opened]
 
 
-def test_steady_traffic_opens_at_most_one_alert_over_24_simulated_hours(warm, tmp_path):
+def with_slow_outliers(pool: list[dict], share: float, seed: int = 3) -> list[dict]:
+    """The pool as a busy 2-core host logs it: ``share`` of the small tier's requests made slow outliers
+    (100-400 ms). Made up on purpose, and named so: whether a run's own warm-up logs such rows is chance (a CI
+    run's did, about 2 %, and the p95 z the detector used then opened 32 alerts in its simulated day)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for row in pool:
+        if row["route"] == "small" and rng.random() < share:
+            slow = float(rng.uniform(100.0, 400.0))
+            row = {**row, "total_ms": slow, "latency_ms": {**(row.get("latency_ms") or {}), "total": slow}}
+        out.append(row)
+    return out
+
+
+def test_steady_traffic_with_slow_outliers_opens_at_most_one_alert_over_24_simulated_hours(warm, tmp_path):
     """The issue's budget: <= 1 false alert per simulated day. Each minute's rows are drawn at random from real
     logged rows, so a minute carries real counting noise; the detector opens about one alert in 5-10 such days over
-    all its series (`python -m bench.detector_sim`), the Gaussian z it replaced 3-13 a day on one rare rate."""
+    all its series (`python -m bench.detector_sim`), the Gaussian z it replaced 3-13 a day on one rare rate. Steady
+    traffic on a busy host has slow outliers: 3 % of the small tier's requests here."""
     db = fresh_db(tmp_path, "steady")
     day = 24 * 60
-    clone_history(db, warm["pool"], 0, HISTORY_MIN + day, PER_MINUTE, seed=23)
+    clone_history(db, with_slow_outliers(warm["pool"], 0.03), 0, HISTORY_MIN + day, PER_MINUTE, seed=23)
     frame = load_requests(db)
     frame = frame.assign(created_at=pd.to_datetime(frame["created_at"], utc=True))
     series = minute_series(frame, load_feedback(db))
