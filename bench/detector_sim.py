@@ -140,5 +140,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{share:10.2f} | {now:8.3f} ({before:.1f}) {'':26}| {two:19.0%} / {three:.0%} | "
               f"{tail_two:19.0%} / {tail_three:.0%}", flush=True)
 
+
 if __name__ == "__main__":
     main()

@@ -14,7 +14,7 @@ day per rate series, about 3 a day over the eight, past the one-a-day budget. (T
 paged 3-13 times a day on a rate whose base is 2 %.)
 A latency series shows each minute's p95, but is scored as a rate: the share of the minute's requests that are
 slower than 90 % of the history's requests by more than 25 ms (or 5 %), against that share over the history (see
-:func:`latency_surprises`). Scoring the p95 itself against a robust spread paged 40-70 times a simulated day when
+:func:`latency_surprises`). Scoring the p95 itself against a robust spread paged about 40-75 times a simulated day when
 1-4 % of requests are slow outliers, and a real CI run opened 32 alerts in its simulated day that way.
 A series with less than ``min_history_min`` minutes of data says it is still learning instead of alerting.
 """
