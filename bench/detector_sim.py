@@ -11,6 +11,7 @@ outliers at 100-400 ms (what a 2-core host shows: a GC pause, a neighbour's burs
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -21,51 +22,71 @@ PER_MINUTE = 30
 HISTORY = 180
 
 
+def alerts_opened(surprises: Iterable[float]) -> int:
+    """Alerts the CUSUM opens over a run of minutes' z (one stays open until the score falls back to 0)."""
+    alerts, score, open_ = 0, 0.0, False
+    for z in surprises:
+        score = max(0.0, score + z - K)
+        if score >= H and not open_:
+            alerts, open_ = alerts + 1, True
+        open_ = open_ and score > 0
+    return alerts
+
+
+def first_alert_minute(surprises: Iterable[float]) -> int:
+    """The minute (from 1) at which the CUSUM first reaches h; 99 if it never does. Stops reading there."""
+    score = 0.0
+    for minute, z in enumerate(surprises, start=1):
+        score = max(0.0, score + z - K)
+        if score >= H:
+            return minute
+    return 99
+
+
+def caught_shares(delays: list[int]) -> tuple[float, float]:
+    """Share of trials caught within 2 and within 3 minutes."""
+    caught = np.asarray(delays)
+    return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
+
+
 def false_alerts_per_day(rate: float, days: int, rng: np.random.Generator) -> float:
     minutes = days * 1440 + HISTORY + 10
     sizes = rng.poisson(PER_MINUTE, minutes)
     values = rng.binomial(sizes, rate) / np.maximum(sizes, 1)
-    alerts, score, open_ = 0, 0.0, False
-    for t in range(HISTORY + 10, minutes):
-        if t % 10 == 0 or t == HISTORY + 10:  # the baseline moves with the history window, as in evaluate()
-            past, weights = pd.Series(values[t - 10 - HISTORY:t - 10]), sizes[t - 10 - HISTORY:t - 10]
-            baseline = float((past * weights).sum() / max(weights.sum(), 1))
-            spread = series_spread(past, "rate", float(np.median(weights)), center=baseline)
-        score = max(0.0, score + surprise(values[t], sizes[t], baseline, spread, "rate", 1) - K)
-        if score >= H and not open_:
-            alerts, open_ = alerts + 1, True
-        open_ = open_ and score > 0
-    return alerts / days
+
+    def surprises() -> Iterator[float]:
+        for t in range(HISTORY + 10, minutes):
+            if t % 10 == 0 or t == HISTORY + 10:  # the baseline moves with the history window, as in evaluate()
+                past, weights = pd.Series(values[t - 10 - HISTORY:t - 10]), sizes[t - 10 - HISTORY:t - 10]
+                baseline = float((past * weights).sum() / max(weights.sum(), 1))
+                spread = series_spread(past, "rate", float(np.median(weights)), center=baseline)
+            yield surprise(values[t], sizes[t], baseline, spread, "rate", 1)
+
+    return alerts_opened(surprises()) / days
 
 
 def caught_within(rate: float, spreads: float, rng: np.random.Generator, trials: int = 300) -> tuple[float, float]:
     """Share of steps of ``spreads`` counting-noise spreads caught within 2 and within 3 minutes."""
     spread = math.sqrt(max(rate, 0.02) * (1 - max(rate, 0.02)) / PER_MINUTE)
     stepped = min(0.99, rate + spreads * spread)
-    delays = []
-    for _ in range(trials):
-        score, delay = 0.0, 99
-        for minute in range(1, 30):
+
+    def surprises() -> Iterator[float]:  # drawn minute by minute, only until the alert
+        for _ in range(29):
             size = rng.poisson(PER_MINUTE)
-            value = rng.binomial(size, stepped) / max(size, 1)
-            score = max(0.0, score + surprise(value, size, rate, max(spread, 0.01), "rate", 1) - K)
-            if score >= H:
-                delay = minute
-                break
-        delays.append(delay)
-    caught = np.asarray(delays)
-    return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
+            yield surprise(rng.binomial(size, stepped) / max(size, 1), size, rate, max(spread, 0.01), "rate", 1)
+
+    return caught_shares([first_alert_minute(surprises()) for _ in range(trials)])
 
 
 SMALL_PER_MINUTE = 12
 
 
 def latency_minutes(count: int, slow_share: float, rng: np.random.Generator, factor: float = 1.0) -> pd.Series:
-    """``count`` minutes of request latencies (sorted arrays, as minute_series keeps them)."""
+    """``count`` minutes of request latencies (an array a minute, as minute_series keeps them)."""
     minutes = []
     for size in np.maximum(rng.poisson(SMALL_PER_MINUTE, count), 1):
         body = rng.lognormal(math.log(30.0), 0.45, size) * factor
-        minutes.append(np.sort(np.where(rng.random(size) < slow_share, rng.uniform(100.0, 400.0, size), body)))
+        minutes.append(np.where(rng.random(size) < slow_share, rng.uniform(100.0, 400.0, size), body))
     return pd.Series(minutes)
 
 
@@ -79,17 +100,17 @@ def p95_gaussian_z(minute: np.ndarray, past: pd.Series) -> float:
 def false_latency_alerts_per_day(slow_share: float, days: int, rng: np.random.Generator,
                                  old: bool = False) -> float:
     minutes = latency_minutes(days * 1440 + HISTORY + 10, slow_share, rng)
-    alerts, score, open_, block = 0, 0.0, False, {}
-    for t in range(HISTORY + 10, len(minutes)):
-        if t % 10 == 0 or t == HISTORY + 10:  # evaluate() scores ten recent minutes against one history
-            past, recent = minutes.iloc[t - 10 - HISTORY:t - 10], minutes.iloc[t:t + 10]
-            block = ({i: p95_gaussian_z(ms, past) for i, ms in recent.items()} if old
-                     else latency_surprises(past, recent, SMALL_PER_MINUTE))
-        score = max(0.0, score + block[t] - K)
-        if score >= H and not open_:
-            alerts, open_ = alerts + 1, True
-        open_ = open_ and score > 0
-    return alerts / days
+
+    def surprises() -> Iterator[float]:
+        block: dict = {}
+        for t in range(HISTORY + 10, len(minutes)):
+            if t % 10 == 0 or t == HISTORY + 10:  # evaluate() scores ten recent minutes against one history
+                past, recent = minutes.iloc[t - 10 - HISTORY:t - 10], minutes.iloc[t:t + 10]
+                block = ({i: p95_gaussian_z(ms, past) for i, ms in recent.items()} if old
+                         else latency_surprises(past, recent, SMALL_PER_MINUTE))
+            yield block[t]
+
+    return alerts_opened(surprises()) / days
 
 
 def slowdown_caught_within(slow_share: float, rng: np.random.Generator, factor: float = 1.0, more_slow: float = 0.0,
@@ -100,15 +121,8 @@ def slowdown_caught_within(slow_share: float, rng: np.random.Generator, factor: 
     for _ in range(trials):
         past = latency_minutes(HISTORY, slow_share, rng)
         recent = latency_minutes(3, slow_share + more_slow, rng, factor)
-        score, delay = 0.0, 99
-        for minute, z in enumerate(latency_surprises(past, recent, SMALL_PER_MINUTE).values(), start=1):
-            score = max(0.0, score + z - K)
-            if score >= H:
-                delay = minute
-                break
-        delays.append(delay)
-    caught = np.asarray(delays)
-    return float(np.mean(caught <= 2)), float(np.mean(caught <= 3))
+        delays.append(first_alert_minute(latency_surprises(past, recent, SMALL_PER_MINUTE).values()))
+    return caught_shares(delays)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -85,7 +85,7 @@ def minute_series(frame: pd.DataFrame, feedback: pd.DataFrame | None = None) -> 
         part = rows[rows["route"] == route].groupby("minute")["total_ms"]
         out[f"p95_ms_{route}"] = part.quantile(0.95)
         out[f"n_{route}"] = part.size()
-        out[f"ms_{route}"] = part.apply(lambda ms: np.sort(ms.to_numpy(dtype=float)))  # for latency_surprises
+        out[f"ms_{route}"] = part.apply(lambda ms: ms.to_numpy(dtype=float))  # for latency_surprises
     if feedback is not None and not feedback.empty:
         minute = pd.to_datetime(feedback["created_at"], utc=True).dt.floor("1min")
         negative = (feedback["rating"] < 0).groupby(minute).sum()
@@ -130,7 +130,7 @@ def surprise(value: float, n: float, baseline: float, spread: float, kind: str, 
     30 is already 2.6 counting-noise spreads, and a Gaussian z paged several times a day on steady traffic. So a
     rate's z is also read from the exact binomial tail (mid-p, at the history's pooled rate), and the smaller of
     the two counts: the tail handles small counts, the history's own spread handles traffic burstier than a
-    binomial. Latencies use the Gaussian z alone.
+    binomial. Latencies are scored by :func:`latency_surprises`, which counts slow requests and calls this.
     """
     gaussian = (value - baseline) / spread * sign
     if kind != "rate" or not n or n != n or n <= 0:
