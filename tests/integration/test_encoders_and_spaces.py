@@ -33,6 +33,19 @@ def test_micro_batching_gives_the_same_vectors_in_fewer_passes(encoder):
     assert (lone.passes, lone.messages) == (1, 1)  # alone: one pass at once, nothing waited for
 
 
+def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
+    """Passages are embedded in batches of similar length; every vector must still land on its own text's row."""
+    from core.models import model_path
+
+    texts = ["refund", "Standard shipping takes 3 to 5 working days inside the EU; express arrives the next day.",
+             "", "where is my parcel", "How do I change the email address on my account, and will my orders keep it?",
+             "hi"]
+    for model in (encoder, TransformerEncoder(model_path("minilm"), "minilm")):
+        together = model.encode_passages(texts, batch_size=2)
+        alone = np.stack([model.encode_passages([text])[0] for text in texts])
+        assert float(np.abs(together - alone).max()) < 1e-5, model.describe()
+
+
 def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
     from core.models import model_path
     from offline.encoder_export import export_and_gate
@@ -67,6 +80,17 @@ def test_chinese_messages_search_the_e5_space(bilingual_kb, message, answer_id):
     hits = bilingual_kb.search(message, k=3, evidence=evidence)
     assert hits[0].answer_id == answer_id and hits[0].lang == "zh"
     assert {"dense_top", "dense_z", "agreement", "dense_margin"} <= set(evidence)
+
+
+def test_an_ingest_stores_each_spaces_own_vectors(bilingual_kb, encoder):
+    """The English and Chinese spaces are embedded side by side; each record's stored vector must be its own
+    encoder's vector of its own text."""
+    e5 = bilingual_kb.language_encoders["zh"]
+    for collection, model in ((bilingual_kb._collection, encoder), (bilingual_kb._space_collections["zh"], e5)):
+        stored = collection.get(include=["documents", "embeddings"], limit=40)
+        assert len(stored["ids"]) == 40
+        expected = model.encode_passages([doc or "" for doc in stored["documents"]])
+        assert float(np.abs(np.asarray(stored["embeddings"], dtype=np.float32) - expected).max()) < 1e-4
 
 
 def test_answers_come_in_the_customers_language(bilingual_kb):
