@@ -17,7 +17,8 @@ from chains.guard import strip_planted_instructions
 from core.pii import order_ids
 from core.text import language_of
 
-_PLACEHOLDER = re.compile(r"\{order_id\}")
+# The answer templates say "order {order_id}" / "订单{order_id}"; without a number the noun goes with it.
+_PLACEHOLDER = re.compile(r"(?:\b(?P<noun>[Oo]rder) |订单)?\{order_id\}")
 _CONTENT_WORD = re.compile(r"[a-z]{3,}|[\u3400-\u9fff]", re.IGNORECASE)
 _STOP = frozenset((
     "the", "and", "for", "you", "your", "can", "how", "what", "with", "have", "has", "are", "was", "this",
@@ -56,7 +57,16 @@ class Draft:
 def fill_template(answer: str, query: str) -> str:
     """Echo the entity the customer gave (e.g. their order number) into the answer template."""
     ids = order_ids(query)
-    return _PLACEHOLDER.sub(ids[0] if ids else "your order", answer)
+    if ids:
+        return answer.replace("{order_id}", ids[0])
+    chinese = language_of(answer) == "zh"
+
+    def unnamed(match: re.Match[str]) -> str:
+        if chinese:
+            return "您的订单"
+        return "Your order" if match["noun"] == "Order" else "your order"
+
+    return _PLACEHOLDER.sub(unnamed, answer)
 
 
 def coverage(query: str, hit_text: str) -> float:

@@ -1,4 +1,4 @@
-"""Pure parts of the chain: guard, PII masking, features, rate limit, cache rules (with real MiniLM vectors)."""
+"""Pure parts of the chain: guard, PII masking, features, rate limit, cache rules (real MiniLM), answer templates."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ from chains.features import message_features, negation_signature
 from chains.guard import check_input
 from chains.ratelimit import RateLimiter
 from chains.state import MemoryState
+from chains.tiers import fill_template
 from core.pii import find_pii, mask
 
 
@@ -75,3 +76,15 @@ def test_cache_exact_semantic_ttl_and_rules(encoder):
     expiring.store("hello there", v, "kb1", {"answer": "hi"})
     assert expiring.lookup("hello there", v, "kb1", 0.9) is None
     assert np.isclose(np.linalg.norm(v), 1, atol=1e-4)
+
+
+@pytest.mark.parametrize("query, template, expected", [
+    ("cancel NW-104233 please", "Order {order_id} can be cancelled", "Order NW-104233 can be cancelled"),
+    ("how do i cancel my order", "Order {order_id} can be cancelled", "Your order can be cancelled"),
+    ("how do i cancel my order", "You can track order {order_id} under Account", "You can track your order under Account"),
+    ("how do i cancel my order", "Items from {order_id} ship", "Items from your order ship"),
+    ("如何取消订单", "订单{order_id}在状态仍为“处理中”时可以取消", "您的订单在状态仍为“处理中”时可以取消"),
+    ("取消订单 NW-104233", "订单{order_id}在状态仍为“处理中”时可以取消", "订单NW-104233在状态仍为“处理中”时可以取消"),
+])
+def test_answer_templates_read_well_with_and_without_an_order_number(query, template, expected):
+    assert fill_template(template, query) == expected
