@@ -45,6 +45,7 @@ SYSTEM_PROMPT = (
 
 
 REPLY_LANGUAGE = {"en": "English", "zh": "Simplified Chinese (简体中文)"}
+SOURCES_LABEL = {"en": "Sources: ", "zh": "来源："}
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def draft_answer(query: str, hits: Sequence[Any]) -> Draft:
                         "score": round(second.score, 4)})
     citations = " ".join(f"[{i + 1}] {s['title']}" for i, s in enumerate(sources))
     cover = coverage(query, f"{top.matched_text} {top.answer} {top.title}")
-    return Draft(f"{text}\n\nSources: {citations}", sources, cover)
+    label = SOURCES_LABEL[language_of(text)]
+    return Draft(f"{text}\n\n{label}{citations}", sources, cover)
 
 
 def draft_quality(kb_top: float, kb_margin: float, p_llm: float, cover: float) -> float:

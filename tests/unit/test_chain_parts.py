@@ -8,8 +8,9 @@ from chains.features import message_features, negation_signature
 from chains.guard import check_input
 from chains.ratelimit import RateLimiter
 from chains.state import MemoryState
-from chains.tiers import fill_template
+from chains.tiers import draft_answer, fill_template
 from core.pii import find_pii, mask
+from knowledge.base import Hit
 
 
 @pytest.mark.parametrize("text,reason", [("", "empty"), ("   \n\t ", "empty"), (None, "empty"),
@@ -88,3 +89,14 @@ def test_cache_exact_semantic_ttl_and_rules(encoder):
 ])
 def test_answer_templates_read_well_with_and_without_an_order_number(query, template, expected):
     assert fill_template(template, query) == expected
+
+
+@pytest.mark.parametrize("query, answer, title, label", [
+    ("how do i cancel", "Order {order_id} can be cancelled in your account.", "How do I cancel my order?", "Sources: "),
+    ("如何取消订单", "订单{order_id}可以在账户中取消。", "怎么取消订单？", "来源："),
+])
+def test_a_draft_cites_its_source_in_the_language_of_the_answer(query, answer, title, label):
+    hit = Hit(answer_id="cancel_order", answer=answer, title=title, score=0.9, matched_text=title, source="faq.csv")
+    draft = draft_answer(query, [hit])
+    assert draft.text.endswith(f"\n\n{label}[1] {title}")
+    assert [s["answer_id"] for s in draft.sources] == ["cancel_order"]
