@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from core.pii import ASCII_END, ASCII_START, EMAIL_ADDRESS
 from core.policy import DEFAULT_CHECK_ACTIONS
 from core.text import language_of
 
@@ -32,12 +33,12 @@ STAND_INS = {"url": "our website", "email": "our customer service", "phone": "ou
              "order": "your order", "amount": "the amount shown at checkout", "percent": "the rate shown at checkout",
              "duration": "the time shown at checkout"}
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_EMAIL = re.compile(EMAIL_ADDRESS)
 _TLDS = "com|org|net|io|co|shop|store|example|info|biz|uk|de|fr|cn"
-_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?]|\b(?:[a-z0-9-]+\.)+(?:"
-                  rf"{_TLDS})\b(?:/[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?])?",
+_URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?]|"
+                  rf"{ASCII_START}(?:[a-z0-9-]+\.)+(?:{_TLDS}){ASCII_END}(?:/[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?])?",
                   re.IGNORECASE)
-_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?!\w)")
+_PHONE = re.compile(r"(?<![A-Za-z0-9_.])\+?\(?\d[\d\s().-]{6,}\d" + ASCII_END)
 _CURRENCY = r"(?:\$|€|£|¥|usd|eur|gbp|cny|rmb|dollars?|euros?|pounds?|美元|欧元|英镑|元|块)"
 _NUMBER = r"\d+(?:[.,]\d+)?"
 _AMOUNT = re.compile(rf"(?:[$€£¥]\s?{_NUMBER}|{_NUMBER}\s?{_CURRENCY})", re.IGNORECASE)
@@ -50,12 +51,13 @@ _WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
 _DURATION = re.compile(rf"(\d+|{'|'.join(sorted(_WORD_NUMBERS, key=len, reverse=True))})"
                        rf"(?:\s?(?:-|–|to|至|到)\s?(\d+))?[\s-]?(?:(?:more|additional|extra|further|full)\s+)?({_UNIT})",
                        re.IGNORECASE)  # "2-5 more business days" states the same span as "2-5 business days"
-_ORDER = re.compile(r"\b(?:NW-\d{6}|#?W\d{7})\b|(?:order|订单)\s*(?:number|no\.?|#|号)?\s*:?\s*#?(\d{5,})",
-                    re.IGNORECASE)
+_ORDER = re.compile(rf"{ASCII_START}(?:NW-\d{{6}}|#?W\d{{7}}){ASCII_END}"
+                    r"|(?:order|订单)\s*(?:number|no\.?|#|号)?\s*:?\s*#?(\d{5,})", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 # A stretch of streamed text that may be (the start of) a claim: held back until its sentence ends.
 # Built from the claim patterns' own parts: a claim the trigger missed would stream out unchecked.
-_TRIGGER = re.compile(rf"\d|[$€£¥@]|https?:|www\.|\.(?:{_TLDS})\b|\b(?:{'|'.join(_WORD_NUMBERS)})\b", re.IGNORECASE)
+_TRIGGER = re.compile(rf"\d|[$€£¥@]|https?:|www\.|\.(?:{_TLDS}){ASCII_END}|\b(?:{'|'.join(_WORD_NUMBERS)})\b",
+                      re.IGNORECASE)
 _LINE_END = re.compile(r"[.!?。！？…)\]\"'”]\s*$")
 
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import re
 
-ORDER_ID = re.compile(r"\b(?:NW-\d{6}|#?W\d{7}|(?:order|purchase|订单)\s*(?:number|no\.?|#|号)?\s*:?\s*#?\d{6,})\b",
-                      re.IGNORECASE)
-NW_ORDER = re.compile(r"\bNW-\d{6}\b", re.IGNORECASE)
-EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-PHONE = re.compile(r"(?<![\w-])\+?\d[\d\s().-]{7,}\d(?![\w-])")
-LONG_NUMBER = re.compile(r"\b\d{8,}\b")
+# Edges of ASCII tokens. Python's \b counts Chinese characters as word characters, so "订单NW-104233" has no
+# boundary before "NW", and "请联系support@x.com" would give "请联系support" as the address's name.
+ASCII_START = r"(?<![A-Za-z0-9_])"
+ASCII_END = r"(?![A-Za-z0-9_])"
+EMAIL_ADDRESS = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+
+ORDER_ID = re.compile(ASCII_START + r"(?:NW-\d{6}|#?W\d{7}|(?:order|purchase|订单)\s*(?:number|no\.?|#|号)?\s*:?"
+                      r"\s*#?\d{6,})" + ASCII_END, re.IGNORECASE)
+NW_ORDER = re.compile(ASCII_START + r"NW-\d{6}" + ASCII_END, re.IGNORECASE)
+EMAIL = re.compile(EMAIL_ADDRESS + ASCII_END)
+PHONE = re.compile(r"(?<![A-Za-z0-9_-])\+?\d[\d\s().-]{7,}\d(?![A-Za-z0-9_-])")
+LONG_NUMBER = re.compile(ASCII_START + r"\d{8,}" + ASCII_END)
 
 _PATTERNS = (("email", EMAIL), ("order", ORDER_ID), ("phone", PHONE), ("number", LONG_NUMBER))
 # What :func:`mask` leaves in place of personal data.

@@ -22,6 +22,15 @@ def test_each_kind_of_claim_is_found(text, kind):
     assert [c.kind for c in claims(text)] == [kind]
 
 
+def test_claims_next_to_chinese_characters_are_read_whole():
+    text = "请访问northwind.example/track，发邮件至support@northwind.example或致电4008001234，订单NW-999999已发货。"
+    assert [(c.kind, c.text) for c in claims(text)] == [
+        ("url", "northwind.example/track"), ("email", "support@northwind.example"), ("phone", "4008001234"),
+        ("order", "NW-999999")]
+    check = AnswerCheck(["请联系support@northwind.example，或在northwind.example/track查询订单NW-104233。"], "问题")
+    assert [c.kind for c in check.unsupported(text)] == ["phone", "order"]
+
+
 def test_values_compare_normalised_not_as_written():
     check = AnswerCheck([CONTEXT], "how long does shipping take")
     supported = ("It costs 4.90 USD and arrives in 3 to 5 business days; returns within thirty days. "

@@ -1,5 +1,7 @@
 """Pure parts of the chain: guard, PII masking, features, rate limit, cache rules (real MiniLM), answer templates."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -7,9 +9,10 @@ from chains.cache import ResponseCache
 from chains.features import message_features, negation_signature
 from chains.guard import check_input
 from chains.ratelimit import RateLimiter
+from chains.rules import parse_rules
 from chains.state import MemoryState
 from chains.tiers import draft_answer, fill_template
-from core.pii import find_pii, mask
+from core.pii import find_pii, mask, order_ids
 from knowledge.base import Hit
 
 
@@ -31,6 +34,13 @@ def test_pii_found_and_masked():
     masked = mask(text)
     assert "NW-104233" not in masked and "bob@example.com" not in masked and "7946" not in masked
     assert not find_pii("how do I reset my password?")
+
+
+def test_pii_next_to_chinese_characters_is_found_and_masked():
+    text = "我的订单NW-104233到哪了？邮箱是bob@example.com请回复，电话13800138000"
+    assert order_ids(text) == ["NW-104233"]
+    masked = mask(text)
+    assert masked == "我的订单[order]到哪了？邮箱是[email]请回复，电话[phone]"
 
 
 def test_features_read_the_message():
@@ -100,3 +110,23 @@ def test_a_draft_cites_its_source_in_the_language_of_the_answer(query, answer, t
     draft = draft_answer(query, [hit])
     assert draft.text.endswith(f"\n\n{label}[1] {title}")
     assert [s["answer_id"] for s in draft.sources] == ["cancel_order"]
+
+
+SHIPPED_RULES = parse_rules((Path(__file__).parents[2] / "chains" / "rules.yaml").read_text(encoding="utf-8"))
+
+
+def _rule_for(text: str) -> str | None:
+    return next((rule.name for rule in SHIPPED_RULES if rule.matches(text)), None)
+
+
+@pytest.mark.parametrize("text", ["Where is my order NW-104233?", "What is the status of order NW-104871?",
+                                  "track my package NW-104233 please", "has NW-104871 shipped yet?",
+                                  "When will order NW-104233 arrive?", "订单NW-104233到哪了？", "NW-104233的物流"])
+def test_a_status_question_with_an_order_number_reads_the_order(text):
+    assert _rule_for(text) == "order-status"
+
+
+@pytest.mark.parametrize("text", ["cancel order NW-105390 please", "i want to return the mugs from order NW-104233",
+                                  "取消订单NW-105390", "order NW-105390. How do I reset my password?"])
+def test_other_questions_that_name_an_order_go_to_the_router(text):
+    assert _rule_for(text) is None
