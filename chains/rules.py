@@ -18,6 +18,7 @@ import yaml
 from sqlmodel import select
 
 from core.pii import order_ids
+from core.text import language_of
 from storage.db import Database
 from storage.tables import Order
 
@@ -104,24 +105,57 @@ class ToolResult:
     detail: dict
 
 
+@dataclass(frozen=True)
+class OrderReplies:
+    """The order tool's sentences in one language; a status not in ``statuses`` is shown as stored."""
+
+    ask: str
+    missing: str
+    status: str
+    carrier: str
+    eta: str
+    sentence_gap: str
+    item_separator: str
+    statuses: dict[str, str] = field(default_factory=dict)
+
+
+ORDER_REPLIES = {
+    "en": OrderReplies(
+        ask="Please tell me your order number (it looks like NW-123456).",
+        missing="I can't find order {id} on your account. Please check the number, or sign in with the account "
+                "you ordered with.",
+        status="Order {id} ({items}) is **{status}**.",
+        carrier="It travels with {carrier}, tracking number {tracking}.",
+        eta="Expected delivery: {eta}.", sentence_gap=" ", item_separator=", "),
+    "zh": OrderReplies(
+        ask="请告诉我您的订单号（格式如 NW-123456）。",
+        missing="在您的账户中找不到订单{id}。请核对订单号，或用下单时的账户登录。",
+        status="订单{id}（{items}）**{status}**。", carrier="承运商：{carrier}，运单号：{tracking}。",
+        eta="预计送达：{eta}。", sentence_gap="", item_separator="、",
+        statuses={"processing": "处理中", "shipped": "已发货", "delivered": "已签收", "cancelled": "已取消",
+                  "returned": "已退货"}),
+}
+
+
 def order_status(text: str, user_id: str, db: Database) -> ToolResult:
-    """Read the order named in the message, for its owner only."""
+    """Read the order named in the message, for its owner only, in the message's language."""
+    reply = ORDER_REPLIES[language_of(text)]
     wanted = order_ids(text)
     if not wanted:
-        return ToolResult("Please tell me your order number (it looks like NW-123456).", {"found": False})
+        return ToolResult(reply.ask, {"found": False})
     order_id = wanted[0]
     with db.session() as session:
         order = session.exec(select(Order).where(Order.order_id == order_id)).first()
     if order is None or not user_id or order.user_id != user_id:
-        return ToolResult(f"I can't find order {order_id} on your account. Please check the number, or sign in "
-                          "with the account you ordered with.", {"found": False, "order_id": order_id,
-                                                                  "owner_check": "failed" if order else "no order"})
-    parts = [f"Order {order.order_id} ({order.items}) is **{order.status}**."]
+        return ToolResult(reply.missing.format(id=order_id),
+                          {"found": False, "order_id": order_id, "owner_check": "failed" if order else "no order"})
+    items = reply.item_separator.join(item.strip() for item in order.items.split("|"))
+    parts = [reply.status.format(id=order.order_id, items=items, status=reply.statuses.get(order.status, order.status))]
     if order.carrier and order.tracking_number:
-        parts.append(f"It travels with {order.carrier}, tracking number {order.tracking_number}.")
+        parts.append(reply.carrier.format(carrier=order.carrier, tracking=order.tracking_number))
     if order.eta and order.status not in ("delivered", "cancelled", "returned"):
-        parts.append(f"Expected delivery: {order.eta}.")
-    return ToolResult(" ".join(parts), {"found": True, "order_id": order_id, "status": order.status})
+        parts.append(reply.eta.format(eta=order.eta))
+    return ToolResult(reply.sentence_gap.join(parts), {"found": True, "order_id": order_id, "status": order.status})
 
 
 TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status}

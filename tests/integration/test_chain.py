@@ -79,16 +79,35 @@ def test_cache_never_stores_or_serves_personal_data(service):
     assert "bob@example.com" not in row(service, second.request_id).text  # masked in the log
 
 
+def _alice_items() -> list[str]:
+    from storage.seed import DEMO_ORDERS
+
+    line = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
+    return line.split(",")[4].strip('"').split("|")
+
+
 def test_order_tool_answers_only_the_owner(service):
     own = ask(service, "where is my order NW-104233?", user="alice")
     other = ask(service, "where is my order NW-104233?", user="bob")
     assert own.route == "tool" and "NW-104233" in own.answer and "can't find" not in own.answer
+    assert all(item in own.answer for item in _alice_items())
     assert other.route == "tool" and "can't find" in other.answer
-    from storage.seed import DEMO_ORDERS
-
-    alice_items = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
-    assert alice_items.split(",")[4].strip('"') not in other.answer
+    assert not any(item in other.answer for item in _alice_items())
     assert "[order]" in row(service, own.request_id).text  # order numbers are masked in the log
+
+
+def test_a_chinese_status_question_gets_the_order_in_chinese_and_its_number_masked(service):
+    own = ask(service, "我的订单NW-104233到哪了？", user="alice")
+    assert own.route == "tool" and "订单NW-104233" in own.answer and "已发货" in own.answer
+    assert all(item in own.answer for item in _alice_items())
+    other = ask(service, "我的订单NW-104233到哪了？", user="bob")
+    assert other.route == "tool" and "找不到订单NW-104233" in other.answer
+    assert row(service, own.request_id).text == "我的订单[order]到哪了？"
+
+
+def test_a_message_naming_an_order_without_a_status_question_gets_the_answer_with_its_number(service):
+    reply = ask(service, "please cancel order NW-105390, i no longer need it", user="alice")
+    assert reply.route == "small" and reply.answer.startswith("Order NW-105390 can be cancelled")
 
 
 def test_live_threshold_change_changes_the_decision_without_restart(runtime, service, settings):

@@ -15,11 +15,12 @@ ORDER_QUESTION = "where is my order NW-104233?"  # a demo order of alice's (stor
 NOT_FOUND = "I can't find order NW-104233 on your account"
 
 
-def alice_items() -> str:
+def shows_alice_items(reply: str) -> bool:
+    """Whether the reply lists the items of alice's order NW-104233 (stored as "item|item")."""
     from storage.seed import DEMO_ORDERS
 
     line = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
-    return line.split(",")[4].strip('"')
+    return all(item in reply for item in line.split(",")[4].strip('"').split("|"))
 
 
 def open_page(client: Client) -> dict:
@@ -56,9 +57,9 @@ def test_the_signed_in_as_picker_passes_the_picked_customer_to_the_order_tool(ap
     assert update["visible"] is True and ["alice", "alice"] in update["choices"] and ["bob", "bob"] in update["choices"]
 
     own, own_details = chat(client, ORDER_QUESTION, picked="alice")
-    assert own_details["route"] == "tool" and alice_items() in own and NOT_FOUND not in own
+    assert own_details["route"] == "tool" and shows_alice_items(own) and NOT_FOUND not in own
     other, other_details = chat(client, ORDER_QUESTION, picked="bob")
-    assert other_details["route"] == "tool" and NOT_FOUND in other and alice_items() not in other
+    assert other_details["route"] == "tool" and NOT_FOUND in other and not shows_alice_items(other)
     guest, _ = chat(client, ORDER_QUESTION, picked="")
     assert NOT_FOUND in guest
     assert logged(tandem_home, RequestLog, own_details["request_id"]).user_id == "alice"
@@ -86,7 +87,7 @@ def test_a_signed_user_header_is_accepted_and_a_wrongly_signed_or_unsigned_one_i
     assert update["visible"] is False and update["choices"] == [["", ""]]  # picker off: hidden, nobody to pick
     signed = Client(app.url + "/", verbose=False, headers={"X-Tandem-User": sign_user("alice", SECRET)})
     reply, details = chat(signed, ORDER_QUESTION)
-    assert details["route"] == "tool" and alice_items() in reply and NOT_FOUND not in reply
+    assert details["route"] == "tool" and shows_alice_items(reply) and NOT_FOUND not in reply
     assert logged(home, RequestLog, details["request_id"]).user_id == "alice"
     notice, _comment = signed.predict("please call me", "", api_name="/handoff")
     assert logged(home, Handoff, int(notice.split("ticket #")[1].split(")")[0])).user_id == "alice"
@@ -94,7 +95,7 @@ def test_a_signed_user_header_is_accepted_and_a_wrongly_signed_or_unsigned_one_i
     for header in (sign_user("alice", "not-the-secret"), "alice", f"alice.{'0' * 64}"):
         forged = Client(app.url + "/", verbose=False, headers={"X-Tandem-User": header})
         reply, details = chat(forged, ORDER_QUESTION)
-        assert details["route"] == "tool" and NOT_FOUND in reply and alice_items() not in reply, header
+        assert details["route"] == "tool" and NOT_FOUND in reply and not shows_alice_items(reply), header
         assert logged(home, RequestLog, details["request_id"]).user_id == "", header
         notice, _comment = forged.predict("please call me", "", api_name="/handoff")
         assert logged(home, Handoff, int(notice.split("ticket #")[1].split(")")[0])).user_id == "", header
