@@ -245,9 +245,9 @@ class RouterChain:
             turn.sources = draft.sources
             answer = draft.text
             if turn.no_fit:
-                answer = f"{tiers.NO_FIT_NOTICE}\n\n{answer}"
+                answer = f"{tiers.notices(turn.text).no_fit}\n\n{answer}"
             if turn.degraded:
-                answer = f"{answer}\n\n{tiers.DEGRADED_NOTICE}"
+                answer = f"{answer}\n\n{tiers.notices(turn.text).degraded}"
             turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
             turn.finish("small", answer, "tier: small (knowledge-base draft)")
             yield answer
@@ -317,7 +317,8 @@ class RouterChain:
         escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff
         if escalate:
             handoff = verdict.handoff or any(f.action == "handoff" for f in findings)
-            replacement = tiers.HANDOFF_NOTICE if handoff else f"{tiers.UNCONFIRMED_NOTICE}\n\n{self._draft(turn).text}"
+            said = tiers.notices(turn.text)
+            replacement = said.handoff if handoff else f"{said.unconfirmed}\n\n{self._draft(turn).text}"
             shown = stream.shown_text if stream.shown_text.strip() else ""
             turn.answer = f"{shown}\n\n{replacement}" if shown else replacement  # exactly what was on screen
             turn.handoff = handoff
@@ -349,7 +350,7 @@ class RouterChain:
             turn.cancelled = True
             return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
                                                            "engine's request was aborted")
-        return turn.finish("llm", result.text.strip() or tiers.NO_ANSWER,
+        return turn.finish("llm", result.text.strip() or tiers.notices(turn.text).no_answer,
                            "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
@@ -357,7 +358,7 @@ class RouterChain:
         draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{tiers.FALLBACK_NOTICE}\n\n{draft.text}", f"fallback: {reason}")
+        return turn.finish("small", f"{tiers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
     # --- after the answer ---------------------------------------------------------------------------
     def _remember(self, items: Iterator[str | Decided | Turn]) -> Iterator[str | Decided | Turn]:

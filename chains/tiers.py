@@ -36,6 +36,37 @@ DEGRADED_NOTICE = "(Answered from our help center while our assistant is under h
 NO_ANSWER = ("I'm not sure our help center covers that. I can connect you with a colleague: press "
              "\"Talk to a human\", or write to support@northwind.example.")
 
+
+
+@dataclass(frozen=True)
+class Notices:
+    """What the chain itself says around an answer, in one language (the customer's, read from the message)."""
+
+    fallback: str
+    unconfirmed: str
+    handoff: str
+    no_fit: str
+    degraded: str
+    no_answer: str
+
+
+NOTICES = {
+    "en": Notices(FALLBACK_NOTICE, UNCONFIRMED_NOTICE, HANDOFF_NOTICE, NO_FIT_NOTICE, DEGRADED_NOTICE, NO_ANSWER),
+    "zh": Notices(
+        fallback="我们的智能助手现在有点忙，以下是帮助中心里最接近的答案。如果没有帮到您，请点击“Talk to a human”。",
+        unconfirmed="我无法确认那个回答的每个细节，以下是帮助中心的说明：",
+        handoff="为了确保您得到准确的答复，我已把您的问题转给同事，他们会尽快在这里回复您。",
+        no_fit="这是帮助中心里最接近的答案，可能无法完全解答您的问题。如果没有帮到您，请点击“Talk to a human”。",
+        degraded="（当前咨询量较大，此回答来自帮助中心。）",
+        no_answer="我不确定帮助中心是否涵盖这个问题。我可以为您转接同事：请点击“Talk to a human”，"
+                  "或发邮件至support@northwind.example。"),
+}
+
+
+def notices(message: str) -> Notices:
+    return NOTICES[language_of(message)]
+
+
 SYSTEM_PROMPT = (
     "You are the customer-service assistant of Northwind Goods, an online shop. Answer in the customer's "
     "language, in at most three short sentences, politely and concretely. Use only the facts in the help-center "
@@ -81,7 +112,7 @@ def coverage(query: str, hit_text: str) -> float:
 
 def draft_answer(query: str, hits: Sequence[Any]) -> Draft:
     if not hits:
-        return Draft(NO_ANSWER, [], 0.0)
+        return Draft(notices(query).no_answer, [], 0.0)
     top = hits[0]
     text = fill_template(strip_planted_instructions(top.answer), query)
     sources = [{"answer_id": top.answer_id, "title": top.title or top.answer_id, "score": round(top.score, 4)}]

@@ -88,11 +88,11 @@ def test_a_cut_off_and_repeating_answer_is_trimmed_and_deduplicated(scripted):
     assert {f["kind"] for f in row(runtime, response.request_id).findings} == {"truncated", "repeated"}
 
 
-def test_an_answer_in_the_wrong_language_is_replaced(scripted):
+def test_an_answer_in_the_wrong_language_is_replaced_with_the_draft_and_a_notice_in_the_right_one(scripted):
     server, runtime = scripted
     server.say("Shipping costs $4.90 in the EU.")
     response = runtime.service.answer(ChatRequest(message="运费多少钱？", channel="api"))
-    assert tiers.UNCONFIRMED_NOTICE in response.answer
+    assert f"{tiers.NOTICES['zh'].unconfirmed}\n\n欧盟境内" in response.answer  # said in the customer's language
     assert "language" in {f["kind"] for f in row(runtime, response.request_id).findings}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from chains.schema import ChatRequest
-from chains.tiers import FALLBACK_NOTICE
+from chains.tiers import notices
 from tests.fakes import FaultyOpenAIServer
 from tests.reliability.conftest import make_service, session_rows
 
@@ -21,7 +21,8 @@ LLM_BOUND = ("Write me a short poem about my parcel that is late and the rain in
              "Can you compare your return policy with Amazon's and explain which is fairer and why?",
              "My grandmother wants to know if your mugs are microwave safe and how to stack them",
              "Explain in detail why my refund might take longer during holidays than other weeks",
-             "I am planning a surprise party; which of your products make good gifts under 50 dollars?")
+             "I am planning a surprise party; which of your products make good gifts under 50 dollars?",
+             "请比较一下你们和亚马逊的退货政策，哪个更公平？为什么？")  # the notice is in the customer's language
 
 
 def _run_fault(settings, db, small_kb, url: str, timeout_s: float = 5.0) -> tuple[list, dict]:
@@ -40,9 +41,9 @@ def _run_fault(settings, db, small_kb, url: str, timeout_s: float = 5.0) -> tupl
     finally:
         service.policy.save({"route_threshold": settings.route_threshold}, "test", "default")
         client.close()
-    for response in responses:
+    for message, response in zip(LLM_BOUND, responses):
         assert response.route == "small" and response.fallback, (response.route, response.reasons)
-        assert response.answer.startswith(FALLBACK_NOTICE)
+        assert response.answer.startswith(notices(message).fallback), response.answer
     assert added == len(LLM_BOUND), f"{len(LLM_BOUND)} sent, {added} rows"
     assert status["breaker"] == "open", status["breaker"]
     return responses, status
