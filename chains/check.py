@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from core.pii import ASCII_END, ASCII_START, EMAIL_ADDRESS
 from core.policy import DEFAULT_CHECK_ACTIONS
-from core.text import language_of
+from core.text import language_of, other_script_share
 
 CLAIM_KINDS = ("url", "email", "phone", "amount", "percent", "duration", "order")
 # A removed claim leaves words that still make a sentence ("Visit our website for gift cards."), so a customer
@@ -216,8 +216,8 @@ class AnswerCheck:
         if not body.strip():
             verdict.findings.append(Finding("empty", "", self.actions["empty"], "nothing left to say"))
             self._escalate(verdict, "empty", default_draft=True)
-        elif self.message.strip() and language_of(body) != language_of(self.message):
-            verdict.findings.append(Finding("language", language_of(body), self.actions["language"],
+        elif self.message.strip() and (written_in := _other_language(body, self.message)):
+            verdict.findings.append(Finding("language", written_in, self.actions["language"],
                                             f"the customer wrote in {language_of(self.message)}"))
             self._escalate(verdict, "language")
         if self._prompt_fragments and any(f in body.lower() for f in self._prompt_fragments):
@@ -233,6 +233,13 @@ class AnswerCheck:
             verdict.handoff = True
         elif action == "draft" or (default_draft and action == "remove"):
             verdict.replace_with_draft = True
+
+
+def _other_language(reply: str, message: str) -> str:
+    """What the reply is written in when that is not the customer's language; '' when it is."""
+    if other_script_share(reply) > 0.5 >= other_script_share(message):
+        return "another script"
+    return language_of(reply) if language_of(reply) != language_of(message) else ""
 
 
 def _fragments(prompt: str, size: int = 8) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Han, kana and hangul blocks: Chinese has no spaces between words, so these are tokenised by character.
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
@@ -24,3 +25,16 @@ def language_of(text: str) -> str:
     han = len(_HAN.findall(text))
     latin = len(_LATIN.findall(text))
     return "zh" if han >= 2 or (han and han * 4 >= latin) else "en"
+
+
+# Scripts a reply to an English or Chinese message may be written in.
+_OWN_SCRIPTS = ("LATIN", "CJK", "FULLWIDTH LATIN", "HIRAGANA", "KATAKANA", "HANGUL")
+
+
+def other_script_share(text: str) -> float:
+    """Share of the letters that are neither Latin nor CJK (Hebrew, Cyrillic, Arabic, ...). ``language_of`` knows
+    only English and Chinese, so a reply in Hebrew to an English message would pass as English without this."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(not unicodedata.name(c, "").startswith(_OWN_SCRIPTS) for c in letters) / len(letters)

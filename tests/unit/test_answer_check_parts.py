@@ -82,6 +82,19 @@ def test_whole_answer_problems():
     assert echo.replace_with_draft and "prompt_echo" in {f.kind for f in echo.findings}
 
 
+@pytest.mark.parametrize("message, reply, flagged", [
+    ("i was charged twice", "הצרורח להכחרקיעל עסכועם בדרחכעה, טבות.", True),      # SmolLM2 did this, 2026-12-02
+    ("i was charged twice", "Вам вернут деньги в течение 5 дней.", True),
+    ("我被扣了两次款", "Вам вернут деньги в течение 5 дней.", True),
+    ("я заплатил дважды", "Вам вернут деньги в течение 5 дней.", False),  # the customer wrote in that script
+    ("i was charged twice", "Sorry about that: the second charge is released within 3-5 days. Merci!", False),
+    ("is the café open", "Our café (crème brûlée!) is open daily.", False),  # accented Latin is Latin
+])
+def test_a_reply_in_another_script_than_the_customers_is_in_another_language(message, reply, flagged):
+    findings = AnswerCheck([CONTEXT], message).finish(reply).findings
+    assert ("language" in {f.kind for f in findings}) is flagged
+
+
 def test_the_operator_policy_is_validated():
     from core.policy import Thresholds
 
