@@ -12,13 +12,14 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import yaml
 from sqlmodel import select
 
-from core.pii import order_ids
-from core.text import language_of
+from core.pii import ASCII_START, order_ids
+from core.text import has_cjk, language_of
 from storage.db import Database
 from storage.tables import Order
 
@@ -39,9 +40,15 @@ class Rule:
         if self.pattern is not None and not self.pattern.search(text):
             return False
         if self.keywords:
-            lowered = text.lower()
-            return any(word in lowered for word in self.keywords)
+            return self.keyword_pattern.search(text) is not None
         return self.pattern is not None
+
+    @cached_property
+    def keyword_pattern(self) -> re.Pattern:
+        """A keyword must start a word ("track" finds "tracking", "eta" does not find "details"); a Chinese one,
+        written without spaces, may appear anywhere."""
+        return re.compile("|".join(re.escape(word) if has_cjk(word) else ASCII_START + re.escape(word)
+                                   for word in self.keywords), re.IGNORECASE)
 
 
 @dataclass

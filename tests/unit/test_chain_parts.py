@@ -121,12 +121,16 @@ def _rule_for(text: str) -> str | None:
 
 @pytest.mark.parametrize("text", ["Where is my order NW-104233?", "What is the status of order NW-104871?",
                                   "track my package NW-104233 please", "has NW-104871 shipped yet?",
-                                  "When will order NW-104233 arrive?", "订单NW-104233到哪了？", "NW-104233的物流"])
+                                  "When will order NW-104233 arrive?", "is NW-104233 arriving today",
+                                  "when will i get NW-104233", "ETA for NW-104233?", "订单NW-104233到哪了？",
+                                  "NW-104233的物流"])
 def test_a_status_question_with_an_order_number_reads_the_order(text):
     assert _rule_for(text) == "order-status"
 
 
 @pytest.mark.parametrize("text", ["cancel order NW-105390 please", "i want to return the mugs from order NW-104233",
+                                  "can i change the delivery address for NW-105390", "the details of NW-105390",
+                                  "is there anywhere to see NW-105390's invoice",
                                   "取消订单NW-105390", "order NW-105390. How do I reset my password?"])
 def test_other_questions_that_name_an_order_go_to_the_router(text):
     assert _rule_for(text) is None
