@@ -252,17 +252,38 @@ def _last_full_sentence(text: str) -> str:
     return text[:ends[-1]] if ends else text
 
 
+# A list marker does not make a line new: "[3] How do I track order?" repeats "[5] How do I track order?".
+_LIST_MARKER = re.compile(r"^\s*(?:\[\d+\]|\(?\d+[.)]|[-*•])\s+")
+# Where a sentence or clause ends: English punctuation before a space (not "4.90"), Chinese punctuation anywhere.
+_CLAUSE_END = re.compile(r"(?<=[.!?;,])(?=\s)|(?<=[。！？；，])")
+_HAN_CHAR = re.compile(r"[\u3400-\u9fff]")
+_MIN_REPEATED_CLAUSE = 10  # characters, a Han character counting two: "yes, yes" is speech, this long is a loop
+
+
+def _repeat_key(text: str) -> str:
+    return re.sub(r"\W+", " ", _LIST_MARKER.sub("", text).lower()).strip()
+
+
 def _dedupe(text: str) -> tuple[str, list[str]]:
+    """The text without repeated lines, clauses repeated within a line, and repeated citations."""
     seen: set[str] = set()
     kept: list[str] = []
     repeats: list[str] = []
     for line in text.split("\n"):
-        key = re.sub(r"\W+", " ", line.lower()).strip()
+        key = _repeat_key(line)
         if key and key in seen:
             repeats.append(line.strip())
             continue
         seen.add(key)
-        kept.append(line)
+        clauses: list[str] = []
+        for clause in _CLAUSE_END.split(line):
+            clause_key = _repeat_key(clause)
+            weight = len(clause_key) + len(_HAN_CHAR.findall(clause_key))
+            if weight >= _MIN_REPEATED_CLAUSE and clause_key in map(_repeat_key, clauses):
+                repeats.append(clause.strip())
+                continue
+            clauses.append(clause)
+        kept.append("".join(clauses))
     out = "\n".join(kept)
     citations = [c.strip() for c in re.findall(r"\[\d+\][^\[\n]*", out)]
     for citation in {c for c in citations if citations.count(c) > 1}:

@@ -95,6 +95,17 @@ def test_a_reply_in_another_script_than_the_customers_is_in_another_language(mes
     assert ("language" in {f.kind for f in findings}) is flagged
 
 
+def test_lines_repeated_under_new_numbers_and_clauses_repeated_within_a_line_are_removed():
+    check = AnswerCheck([CONTEXT], "what's your phone number")
+    numbered = check.finish("[1] How do I track my order?\n[2] How do I reset my password?\n[3] How do I track my order?")
+    assert numbered.text == "[1] How do I track my order?\n[2] How do I reset my password?"
+    assert [f.kind for f in numbered.findings] == ["repeated"]
+    looping = AnswerCheck([CONTEXT], "运费多少").finish("运费是4.90美元，我们可以在结账时显示运费，我们可以在结账时显示运费。")
+    assert looping.text == "运费是4.90美元，我们可以在结账时显示运费，"
+    speech = "Yes, yes, shipping costs $4.90, free over $50."
+    assert check.finish(speech).text == speech and not check.finish(speech).findings  # short repeats are speech
+
+
 def test_the_operator_policy_is_validated():
     from core.policy import Thresholds
 
