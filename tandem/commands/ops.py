@@ -72,8 +72,11 @@ def list_alerts(all_: bool = typer.Option(False, "--all", help="Also the resolve
     from ops.alerts import open_alerts, recent_alerts
 
     _, db = _database()
-    for alert in (recent_alerts(db) if all_ else open_alerts(db)):
+    alerts = recent_alerts(db) if all_ else open_alerts(db)
+    for alert in alerts:
         typer.echo(f"#{alert.id} {alert.created_at:%Y-%m-%d %H:%M} {alert.state:12} {alert.message}")
+    if not alerts:
+        typer.echo("no alerts" if all_ else "no open alerts (`tandem ops alerts --all` lists resolved ones too)")
 
 
 @ops_cli.command("ack")
