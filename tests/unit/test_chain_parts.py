@@ -134,3 +134,9 @@ def test_a_status_question_with_an_order_number_reads_the_order(text):
                                   "取消订单NW-105390", "order NW-105390. How do I reset my password?"])
 def test_other_questions_that_name_an_order_go_to_the_router(text):
     assert _rule_for(text) is None
+
+
+@pytest.mark.parametrize("text", ["I will get a lawyer if this is not fixed", "this is fraud",
+                                  "再不退款我就找律师起诉你们", "我的卡被盗刷了，买了我没买过的东西"])
+def test_legal_and_fraud_topics_in_either_language_go_to_the_llm(text):
+    assert _rule_for(text) == "legal-or-fraud"
