@@ -37,7 +37,6 @@ NO_ANSWER = ("I'm not sure our help center covers that. I can connect you with a
              "\"Talk to a human\", or write to support@northwind.example.")
 
 
-
 @dataclass(frozen=True)
 class Notices:
     """What the chain itself says around an answer, in one language (the customer's, read from the message)."""
