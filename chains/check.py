@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from core.pii import ASCII_END, ASCII_START, EMAIL_ADDRESS
 from core.policy import DEFAULT_CHECK_ACTIONS
-from core.text import language_of, other_script_share
+from core.text import HAN, language_of, other_script_share
 
 CLAIM_KINDS = ("url", "email", "phone", "amount", "percent", "duration", "order")
 # A removed claim leaves words that still make a sentence ("Visit our website for gift cards."), so a customer
@@ -239,7 +239,8 @@ def _other_language(reply: str, message: str) -> str:
     """What the reply is written in when that is not the customer's language; '' when it is."""
     if other_script_share(reply) > 0.5 >= other_script_share(message):
         return "another script"
-    return language_of(reply) if language_of(reply) != language_of(message) else ""
+    written_in = language_of(reply)
+    return written_in if written_in != language_of(message) else ""
 
 
 def _fragments(prompt: str, size: int = 8) -> list[str]:
@@ -256,7 +257,6 @@ def _last_full_sentence(text: str) -> str:
 _LIST_MARKER = re.compile(r"^\s*(?:\[\d+\]|\(?\d+[.)]|[-*•])\s+")
 # Where a sentence or clause ends: English punctuation before a space (not "4.90"), Chinese punctuation anywhere.
 _CLAUSE_END = re.compile(r"(?<=[.!?;,])(?=\s)|(?<=[。！？；，])")
-_HAN_CHAR = re.compile(r"[\u3400-\u9fff]")
 _MIN_REPEATED_CLAUSE = 10  # characters, a Han character counting two: "yes, yes" is speech, this long is a loop
 
 
@@ -276,13 +276,15 @@ def _dedupe(text: str) -> tuple[str, list[str]]:
             continue
         seen.add(key)
         clauses: list[str] = []
+        clause_keys: set[str] = set()
         for clause in _CLAUSE_END.split(line):
             clause_key = _repeat_key(clause)
-            weight = len(clause_key) + len(_HAN_CHAR.findall(clause_key))
-            if weight >= _MIN_REPEATED_CLAUSE and clause_key in map(_repeat_key, clauses):
+            weight = len(clause_key) + len(HAN.findall(clause_key))
+            if weight >= _MIN_REPEATED_CLAUSE and clause_key in clause_keys:
                 repeats.append(clause.strip())
                 continue
             clauses.append(clause)
+            clause_keys.add(clause_key)
         kept.append("".join(clauses))
     out = "\n".join(kept)
     citations = [c.strip() for c in re.findall(r"\[\d+\][^\[\n]*", out)]

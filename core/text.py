@@ -7,7 +7,7 @@ import unicodedata
 
 # Han, kana and hangul blocks: Chinese has no spaces between words, so these are tokenised by character.
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
 
@@ -22,7 +22,7 @@ def language_of(text: str) -> str:
     Chinese words reads Chinese, and the hand-written Chinese set expects Chinese answers for them. One stray
     character in a long English message (a brand name) does not switch the language.
     """
-    han = len(_HAN.findall(text))
+    han = len(HAN.findall(text))
     latin = len(_LATIN.findall(text))
     return "zh" if han >= 2 or (han and han * 4 >= latin) else "en"
 

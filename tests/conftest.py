@@ -134,6 +134,14 @@ def demo_rows(name: str) -> int:
         return sum(1 for _ in csv.DictReader(f))
 
 
+def demo_order_items(order_id: str) -> list[str]:
+    """The items of one demo order (knowledge/demo/orders.csv stores them as "item|item")."""
+    from storage.seed import DEMO_ORDERS
+
+    with DEMO_ORDERS.open(encoding="utf-8") as f:
+        return next(row["items"] for row in csv.DictReader(f) if row["order_id"] == order_id).split("|")
+
+
 def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
     """``rows`` (dicts with the same keys, at least one) as a CSV with a header, the way a shop's files look."""
     with path.open("w", newline="", encoding="utf-8") as handle:

@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from chains.schema import ChatRequest
 from storage.tables import RequestLog
-from tests.conftest import DEMO, fresh_db, make_runtime, run_cli
+from tests.conftest import DEMO, demo_order_items, fresh_db, make_runtime, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -79,27 +79,20 @@ def test_cache_never_stores_or_serves_personal_data(service):
     assert "bob@example.com" not in row(service, second.request_id).text  # masked in the log
 
 
-def _alice_items() -> list[str]:
-    from storage.seed import DEMO_ORDERS
-
-    line = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
-    return line.split(",")[4].strip('"').split("|")
-
-
 def test_order_tool_answers_only_the_owner(service):
     own = ask(service, "where is my order NW-104233?", user="alice")
     other = ask(service, "where is my order NW-104233?", user="bob")
     assert own.route == "tool" and "NW-104233" in own.answer and "can't find" not in own.answer
-    assert all(item in own.answer for item in _alice_items())
+    assert all(item in own.answer for item in demo_order_items("NW-104233"))
     assert other.route == "tool" and "can't find" in other.answer
-    assert not any(item in other.answer for item in _alice_items())
+    assert not any(item in other.answer for item in demo_order_items("NW-104233"))
     assert "[order]" in row(service, own.request_id).text  # order numbers are masked in the log
 
 
 def test_a_chinese_status_question_gets_the_order_in_chinese_and_its_number_masked(service):
     own = ask(service, "我的订单NW-104233到哪了？", user="alice")
     assert own.route == "tool" and "订单NW-104233" in own.answer and "已发货" in own.answer
-    assert all(item in own.answer for item in _alice_items())
+    assert all(item in own.answer for item in demo_order_items("NW-104233"))
     other = ask(service, "我的订单NW-104233到哪了？", user="bob")
     assert other.route == "tool" and "找不到订单NW-104233" in other.answer
     assert row(service, own.request_id).text == "我的订单[order]到哪了？"

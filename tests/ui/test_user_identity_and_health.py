@@ -7,6 +7,7 @@ import httpx
 import pytest
 from gradio_client import Client, handle_file
 
+from tests.conftest import demo_order_items
 from tests.ui.conftest import ASSETS, app_env, start_app, stop_app
 
 pytestmark = pytest.mark.slow
@@ -16,11 +17,8 @@ NOT_FOUND = "I can't find order NW-104233 on your account"
 
 
 def shows_alice_items(reply: str) -> bool:
-    """Whether the reply lists the items of alice's order NW-104233 (stored as "item|item")."""
-    from storage.seed import DEMO_ORDERS
-
-    line = next(line for line in DEMO_ORDERS.read_text().splitlines() if line.startswith("NW-104233"))
-    return all(item in reply for item in line.split(",")[4].strip('"').split("|"))
+    """Whether the reply lists the items of alice's order NW-104233."""
+    return all(item in reply for item in demo_order_items("NW-104233"))
 
 
 def open_page(client: Client) -> dict:
