@@ -23,6 +23,7 @@ from chains.state import MemoryState, SharedState
 from core.encoders import BatchingEncoder, Encoder, load_encoder
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
+from knowledge.index import FusionParams
 from storage.db import Database, open_database
 
 
@@ -64,6 +65,7 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     languages = {"zh": serving(load_encoder(settings.zh_encoder))} if settings.zh_encoder else {}
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
+                               params=FusionParams(starter_examples=settings.kb_starter_examples),
                                encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home)),
                                language_encoders=languages)
 

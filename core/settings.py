@@ -37,6 +37,10 @@ class Settings(BaseSettings):
     rules_path: Path = Field(REPO_ROOT / "chains" / "rules.yaml",
                              description="Operator-editable keyword/regex routing rules (reloaded on change).")
     kb_collection: str = Field("tandem_kb", description="Chroma collection name of the knowledge base.")
+    kb_starter_examples: bool = Field(True, description="Give the KB Tandem's starter out-of-scope examples (advice, "
+                                      "comparisons, judgement calls, other companies' services, chit-chat) next to "
+                                      "its own; those the KB answers are left out. Turn off for a bot that is not a "
+                                      "shop.")
 
     # --- models ------------------------------------------------------------------------
     model_dir: Path | None = Field(None, description="Where converted models live; default $TANDEM_HOME/models.")
@@ -83,8 +87,8 @@ class Settings(BaseSettings):
     # --- default thresholds (seed the versioned settings table) -------------------------
     # Both chosen on validation data by `tandem router train` (chains/artifacts/router.json, "thresholds"); a test
     # keeps them equal to the shipped router's.
-    route_threshold: float = Field(0.2481, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
-    rewrite_threshold: float = Field(0.8218, ge=0, le=1, description="Draft quality below this is rewritten by the "
+    route_threshold: float = Field(0.4282, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
+    rewrite_threshold: float = Field(0.6055, ge=0, le=1, description="Draft quality below this is rewritten by the "
                                      "LLM (the evidence router's calibrated chance that the top answer is right).")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")

@@ -48,7 +48,8 @@ class KnowledgeBase(ABC):
         ``encoder_for(query)`` when the caller already has it (cache, router and retrieval share one embedding
         per message). ``evidence``, when given, is filled with how close the message comes to the KB (distance
         evidence for the router: ``dense_top``, ``dense_z``, ``dense_mean``, ``dense_margin``, ``agreement``,
-        ``lexical_top``, and ``has_oos``, ``oos_gap``, ``oos_knn`` for its out-of-scope examples)."""
+        ``lexical_top``, ``has_oos``, ``oos_gap``, ``oos_knn`` for its out-of-scope examples and ``has_starter``,
+        ``starter_gap``, ``starter_knn`` for Tandem's starter examples)."""
 
     @abstractmethod
     def ingest(self, paths: Iterable[Path | str], progress: bool = True) -> Any:

@@ -35,6 +35,7 @@ from knowledge.base import Hit, KnowledgeBase
 from knowledge.focus import SearchFocus, vocabulary_words
 from knowledge.index import FusionParams, HybridIndex
 from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
+from knowledge.starter_examples import starter_vectors, unanswered
 
 # How often a search checks whether another process changed the collection (a cheap metadata read): a KB
 # ingest through any replica or the CLI reaches every replica within this plus one reload.
@@ -59,6 +60,7 @@ class _Snapshot:
     spaces: dict[str, HybridIndex] = field(default_factory=dict)  # language -> that language's encoder's space
     translations: dict[str, list[str]] | None = None  # answer_id -> its translations (built on first use)
     focus: SearchFocus | None = None  # built on first use from the KB's own words
+    starter_examples: int = 0  # Tandem's starter out-of-scope examples this KB keeps (knowledge.starter_examples)
 
 
 def _encoder_vocabulary() -> frozenset[str]:
@@ -235,7 +237,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
             categories[meta.get("category") or "-"] = categories.get(meta.get("category") or "-", 0) + 1
             sources[meta.get("source") or "-"] = sources.get(meta.get("source") or "-", 0) + 1
         return {"version": snap.version, "answers": len(snap.answers), "questions": kinds.get("question", 0),
-                "out_of_scope_examples": kinds.get("out_of_scope", 0), "records": len(snap.records),
+                "out_of_scope_examples": kinds.get("out_of_scope", 0), "starter_examples": snap.starter_examples,
+                "records": len(snap.records),
                 "categories": categories, "sources": sources,
                 "store": self.url or str(self.path), "collection": self.collection_name}
 
@@ -368,14 +371,17 @@ class ChromaKnowledgeBase(KnowledgeBase):
             vectors = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
                        else np.zeros((0, self.encoder.dim), dtype=np.float32))
             outside = [i for i, meta in enumerate(got["metadatas"]) if (meta or {}).get("kind") == "out_of_scope"]
+            own_outside = np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32).reshape(
+                len(outside), vectors.shape[1])
+            starter = (unanswered(starter_vectors(self.encoder), vectors)
+                       if self.params.starter_examples and len(vectors) else vectors[:0])
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
                                 support=[got["metadatas"][i].get("kind") == "question" for i in keep],
                                 families=[answers[got["metadatas"][i]["answer_id"]].get("translation_of")
                                           or got["metadatas"][i]["answer_id"] for i in keep],
-                                out_of_scope=np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32)
-                                if outside else None)
+                                out_of_scope=own_outside, starter=starter)
             space_params = dataclasses.replace(self.params, cjk_lexical_weight=self.params.space_cjk_lexical_weight)
             spaces = {lang: HybridIndex(texts=index.texts, answer_ids=index.answer_ids, params=space_params,
                                         embeddings=self._space_vectors(lang, [got["ids"][i] for i in keep],
@@ -385,7 +391,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                                                          [got["documents"][i] or "" for i in outside]))
                       for lang in self.language_encoders}
             version = f"{_content_version(records)}-{self.encoder.version[:6]}"
-            self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces)
+            self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces,
+                                   starter_examples=len(starter))
             if store.stored_version(self._client, self.collection_name) != version:
                 store.write_version(self._client, self._collection, version, self.encoder.version)
             self._checked_at = time.monotonic()

@@ -121,6 +121,8 @@ class FusionParams:
     cjk_segmenter: str = "chars"
     head_weight: float = 0.2  # share of the answer head (0 = nearest neighbours and BM25 only)
     head_c: float = 10.0      # inverse L2 strength of the head's softmax regression
+    # Tandem's starter out-of-scope examples (knowledge.starter_examples) next to the KB's own, in the primary space.
+    starter_examples: bool = True
 
 
 @dataclass
@@ -208,6 +210,9 @@ class HybridIndex:
     # Vectors of the KB's out-of-scope examples (messages it does not answer); never returned as hits, only read
     # as evidence: how much closer a message comes to them than to anything the KB answers.
     out_of_scope: np.ndarray | None = None
+    # The same for Tandem's starter examples (knowledge.starter_examples), read as evidence of their own: the KB's
+    # own examples describe this KB's traffic, the starter set any shop's, and the router weighs them apart.
+    starter: np.ndarray | None = None
     # Per record, what the answer head tells apart (default: its answer). An answer and its translations are one
     # family: in a multilingual space their records say the same thing, and splitting them would halve both.
     families: list[str] | None = None
@@ -242,14 +247,17 @@ class HybridIndex:
         self._answer_family[self._record_answer] = record_family  # every record of an answer is in its family
         self._head = (AnswerHead(self.embeddings, record_family, p.head_c)
                       if p.head_weight > 0 and len(family_index) > 1 else None)
-        width = self.embeddings.shape[1] if self.embeddings.size else 0
-        if self.out_of_scope is not None and len(self.out_of_scope):
-            self.out_of_scope = np.ascontiguousarray(self.out_of_scope, dtype=np.float32).reshape(
-                len(self.out_of_scope), -1)
-            if width and self.out_of_scope.shape[1] != width:
-                raise ValueError("out-of-scope vectors must have the width of the records' embeddings")
-        else:
-            self.out_of_scope = None
+        self.out_of_scope = self._examples(self.out_of_scope)
+        self.starter = self._examples(self.starter)
+
+    def _examples(self, vectors: np.ndarray | None) -> np.ndarray | None:
+        """Out-of-scope example vectors as a float32 matrix of the records' width; None when there are none."""
+        if vectors is None or not len(vectors):
+            return None
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if self.embeddings.size and vectors.shape[1] != self.embeddings.shape[1]:
+            raise ValueError("out-of-scope vectors must have the width of the records' embeddings")
+        return vectors
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -283,9 +291,9 @@ class HybridIndex:
         lexical = self.lexical_scores(query) if lexical_weight > 0 else np.zeros_like(dense)
         results = self.rank(dense, lexical, lexical_weight, k, self._head_probabilities(qvec))
         if evidence is not None:
-            outside = (np.einsum("ij,j->i", self.out_of_scope, qvec) if self.out_of_scope is not None
-                       else np.zeros(0, dtype=np.float32))
-            evidence.update(self.evidence_of(raw, lexical, outside))
+            own, starter = (np.einsum("ij,j->i", examples, qvec) if examples is not None else np.zeros(0, np.float32)
+                            for examples in (self.out_of_scope, self.starter))
+            evidence.update(self.evidence_of(raw, lexical, own, starter))
         return results
 
     def _head_probabilities(self, qvec: np.ndarray) -> np.ndarray | None:
@@ -298,7 +306,7 @@ class HybridIndex:
         return {} if probabilities is None else dict(zip(self._answer_names, probabilities.tolist()))
 
     def evidence_of(self, raw: np.ndarray, lexical: np.ndarray, outside: np.ndarray | None = None,
-                    neighbours: int = 10) -> dict[str, float]:
+                    starter: np.ndarray | None = None, neighbours: int = 10) -> dict[str, float]:
         """How close the message comes to what the KB knows, in terms that mean the same for any KB and encoder.
 
         ``dense_top`` is the best cosine to any stored text and ``dense_z`` the same put on this KB's own scale
@@ -311,6 +319,8 @@ class HybridIndex:
         ``oos_gap`` is how much closer the nearest of them comes than the nearest answerable record, and
         ``oos_knn`` the share of them among the nearest ``neighbours`` of both kinds; ``has_oos`` says whether
         the KB has such examples at all (without them both read 0, and the router knows not to expect them).
+        ``starter`` holds the cosines to Tandem's starter examples: ``has_starter``, ``starter_gap`` and
+        ``starter_knn`` mean the same for them.
         """
         n = min(neighbours, len(raw))
         top = np.argpartition(-raw, n - 1)[:n]
@@ -325,20 +335,22 @@ class HybridIndex:
                 "dense_margin": dense_top - (float(others.max()) if others.size else 0.0),
                 "agreement": float(np.mean(self._record_answer[top] == best_answer)),
                 "lexical_top": float(lexical.max()) if lexical.size else 0.0,
-                **self._outside_evidence(raw[top], outside, neighbours)}
+                **self._outside_evidence(raw[top], outside, neighbours, "oos"),
+                **self._outside_evidence(raw[top], starter, neighbours, "starter")}
 
     @staticmethod
-    def _outside_evidence(nearest: np.ndarray, outside: np.ndarray | None, neighbours: int) -> dict[str, float]:
-        """``has_oos``, ``oos_gap`` and ``oos_knn`` (see :meth:`evidence_of`) from the nearest answerable records'
-        cosines (best first) and the cosines to the out-of-scope examples."""
+    def _outside_evidence(nearest: np.ndarray, outside: np.ndarray | None, neighbours: int,
+                          name: str) -> dict[str, float]:
+        """``has_<name>``, ``<name>_gap`` and ``<name>_knn`` (see :meth:`evidence_of`) from the nearest answerable
+        records' cosines (best first) and the cosines to one set of out-of-scope examples."""
         if outside is None or not outside.size:
-            return {"has_oos": 0.0, "oos_gap": 0.0, "oos_knn": 0.0}
+            return {f"has_{name}": 0.0, f"{name}_gap": 0.0, f"{name}_knn": 0.0}
         n = min(neighbours, outside.size)
         closest_outside = -np.sort(np.partition(-outside, n - 1)[:n])  # the n largest cosines, best first
         merged = np.concatenate([nearest, closest_outside])
         order = np.argsort(-merged, kind="stable")[:neighbours]
-        return {"has_oos": 1.0, "oos_gap": float(closest_outside[0] - nearest[0]),
-                "oos_knn": float(np.mean(order >= len(nearest)))}
+        return {f"has_{name}": 1.0, f"{name}_gap": float(closest_outside[0] - nearest[0]),
+                f"{name}_knn": float(np.mean(order >= len(nearest)))}
 
     def scale(self, sample: int = 1500, seed: int = 13) -> tuple[float, float]:
         """(median, spread) of the KB's own nearest-paraphrase cosine: each sampled example question against every

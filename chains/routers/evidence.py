@@ -4,7 +4,8 @@ request it is. Two logistic models fitted on validation data against real knowle
 * ``p_llm``: the calibrated probability that the LLM is needed. Its inputs mean the same for any knowledge base
   and any encoder: the KB's own scores (top, margin), distance evidence (nearest cosine, the same on the KB's
   own scale, kNN agreement, the gap to the nearest other answer, word overlap, and, where the KB has
-  out-of-scope examples, how much closer the message comes to them than to any answer) and the message's features
+  out-of-scope examples, how much closer the message comes to them than to any answer; the same for Tandem's
+  starter examples, weighed on their own) and the message's features
   (length, clauses, comparisons, complaints ...). There is no per-topic weight on the embedding itself, so a
   router fitted on public data carries over to a shop's own FAQ and to a KB-tuned encoder.
 * ``draft_quality``: the calibrated probability that the top answer is the right one; below the rewrite
@@ -22,7 +23,7 @@ from chains.features import FEATURE_NAMES, feature_vector
 from chains.routers.base import RouteContext, Router, register, sigmoid
 
 EVIDENCE_NAMES = ("kb_top", "kb_margin", "dense_top", "dense_z", "dense_mean", "dense_margin", "agreement",
-                  "lexical_top", "has_oos", "oos_gap", "oos_knn")
+                  "lexical_top", "has_oos", "oos_gap", "oos_knn", "has_starter", "starter_gap", "starter_knn")
 DRAFT_NAMES = (*EVIDENCE_NAMES, "coverage")
 
 

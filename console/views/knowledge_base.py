@@ -25,11 +25,16 @@ except Exception as exc:  # any failure to open the store must not take the cons
 
 hits = stats.source_hits(frame)
 if kb is not None:
-    version_column, outside_column = st.columns(2)
+    version_column, outside_column, starter_column = st.columns(3)
+    kb_stats = kb.stats()
     version_column.metric("KB version", str(kb.version))
-    outside_column.metric("Out-of-scope examples", kb.stats().get("out_of_scope_examples", 0),
+    outside_column.metric("Out-of-scope examples", kb_stats.get("out_of_scope_examples", 0),
                           help="query,answer_id rows with answer_id out_of_scope: messages the FAQ does not answer; "
                                "the router reads how close a message comes to them")
+    starter_column.metric("Starter out-of-scope examples", kb_stats.get("starter_examples", 0),
+                          help="Tandem's own examples of what a shop's FAQ does not answer (advice, comparisons, "
+                               "judgement calls, other companies' services, chit-chat), less those this KB answers; "
+                               "TANDEM_KB_STARTER_EXAMPLES=false turns them off")
     search = st.text_input("Search entries", key="kb_search")
     try:
         entries = pd.DataFrame(kb.entries(search=search or None))

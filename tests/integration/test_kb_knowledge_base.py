@@ -213,3 +213,21 @@ def test_seed_demo_kb_fills_an_empty_kb_once(tmp_path):
     assert f"{both_languages} answers" in first and len(kb) == both_languages
     again = seed_demo_kb(kb)
     assert f"already has {both_languages} answers" in again
+
+
+def test_every_kb_gets_the_starter_examples_it_does_not_answer_and_can_go_without(tmp_path):
+    from knowledge.starter_examples import starter_texts
+
+    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv"], progress=False)
+    kept = kb.stats()["starter_examples"]
+    # The demo shop answers warranty extensions and missing orders: those starter examples are left out for it.
+    assert 150 < kept < len(starter_texts())
+    near_starter, near_faq = {}, {}
+    kb.search("how do i cancel my netflix subscription", k=1, evidence=near_starter)
+    kb.search("how do i track my order", k=1, evidence=near_faq)
+    assert near_starter["has_starter"] == 1.0 and near_starter["starter_gap"] > 0 > near_faq["starter_gap"]
+    bare = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma", params=FusionParams(starter_examples=False))
+    evidence = {}
+    bare.search("how do i cancel my netflix subscription", k=1, evidence=evidence)
+    assert bare.stats()["starter_examples"] == 0 and evidence["has_starter"] == 0.0

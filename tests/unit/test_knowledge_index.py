@@ -137,3 +137,28 @@ def test_without_out_of_scope_examples_their_evidence_reads_zero():
 def test_out_of_scope_vectors_of_another_width_are_refused():
     with pytest.raises(ValueError, match="width"):
         HybridIndex(["a"], ["a"], np.stack([unit(1)]), FusionParams(), out_of_scope=np.ones((1, 10), np.float32))
+
+
+def test_starter_examples_are_evidence_of_their_own_next_to_the_kbs_examples():
+    texts, answer_ids = ["How do I get a refund?", "Shipping takes three to five days."], ["refund", "shipping"]
+    vectors = np.stack([unit(1, 0.1), unit(0, 1)])
+    starter = np.stack([unit(0, 0, 1), unit(0, 0.2, 1)])
+    index = HybridIndex(texts, answer_ids, vectors, FusionParams(), starter=starter)
+    near_starter, near_refund = {}, {}
+    hits = index.search("laptop advice", unit(0, 0.1, 1), k=5, evidence=near_starter)
+    index.search("refund", unit(1, 0.1), k=5, evidence=near_refund)
+    assert {h.answer_id for h in hits} == {"refund", "shipping"}
+    assert near_starter["has_starter"] == near_refund["has_starter"] == 1.0
+    assert near_starter["starter_gap"] > 0 > near_refund["starter_gap"]
+    assert near_starter["starter_knn"] == 0.5 and near_refund["starter_knn"] == 0.5
+    assert (near_starter["has_oos"], near_starter["oos_gap"]) == (0.0, 0.0)  # the KB's own examples: none
+
+
+def test_a_starter_example_the_kb_answers_is_left_out():
+    from knowledge.starter_examples import unanswered
+
+    records = np.stack([unit(1, 0.1), unit(0, 1)])
+    starter = np.stack([unit(1, 0.12), unit(0, 0, 1)])  # the first is all but one of the KB's own questions
+    kept = unanswered(starter, records, cutoff=0.8)
+    assert len(kept) == 1 and np.allclose(kept[0], starter[1])
+    assert len(unanswered(starter, records[:0])) == 2  # an empty KB answers nothing

@@ -1,5 +1,6 @@
 """The hand-written held-out set is for reporting only: none of its messages may appear in anything that trains,
-tunes or chooses a threshold (dataset train/valid files, the development set, the demo KB, the router's stored
+tunes or chooses a threshold (dataset train/valid files, the development set, the demo KB, the starter
+out-of-scope examples every KB gets, the router's stored
 training rows' sources, the Chinese train/valid split)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tests.conftest import DATA, REPO
 EVAL = REPO / "knowledge" / "eval"
 TRAINING_FILES = [EVAL / "bitext_dev.csv", REPO / "knowledge" / "demo" / "questions.csv",
                   REPO / "knowledge" / "demo" / "questions_zh.csv", REPO / "knowledge" / "demo" / "answers.csv",
+                  REPO / "knowledge" / "starter" / "out_of_scope_en.csv",
                   DATA / "bitext_cs_faq" / "train.csv", DATA / "clinc150" / "train.csv", DATA / "clinc150" / "valid.csv",
                   DATA / "banking77" / "train.csv", DATA / "hint3" / "train.csv"]
 
