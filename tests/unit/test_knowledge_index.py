@@ -114,18 +114,22 @@ def test_empty_index_returns_nothing():
     assert index.search("anything", unit(1)) == [] and len(index) == 0
 
 
-def test_out_of_scope_examples_are_evidence_never_hits():
+@pytest.mark.parametrize(("field", "name", "other"), [("out_of_scope", "oos", "starter"),
+                                                      ("starter", "starter", "oos")])
+def test_out_of_scope_examples_are_evidence_never_hits(field, name, other):
+    """The KB's own examples and Tandem's starter examples each give their own evidence, the other set's reads 0."""
     texts, answer_ids = ["How do I get a refund?", "Shipping takes three to five days."], ["refund", "shipping"]
     vectors = np.stack([unit(1, 0.1), unit(0, 1)])
     outside = np.stack([unit(0, 0, 1), unit(0, 0.2, 1)])  # e.g. "which laptop should I buy?"
-    index = HybridIndex(texts, answer_ids, vectors, FusionParams(), out_of_scope=outside)
+    index = HybridIndex(texts, answer_ids, vectors, FusionParams(), **{field: outside})
     near_outside, near_refund = {}, {}
     hits = index.search("laptop advice", unit(0, 0.1, 1), k=5, evidence=near_outside)
     index.search("refund", unit(1, 0.1), k=5, evidence=near_refund)
     assert {h.answer_id for h in hits} == {"refund", "shipping"}
-    assert near_outside["has_oos"] == near_refund["has_oos"] == 1.0
-    assert near_outside["oos_gap"] > 0 > near_refund["oos_gap"]
-    assert near_outside["oos_knn"] == 0.5 and near_refund["oos_knn"] == 0.5  # two of each kind among four
+    assert near_outside[f"has_{name}"] == near_refund[f"has_{name}"] == 1.0
+    assert near_outside[f"{name}_gap"] > 0 > near_refund[f"{name}_gap"]
+    assert near_outside[f"{name}_knn"] == 0.5 and near_refund[f"{name}_knn"] == 0.5  # two of each kind among four
+    assert (near_outside[f"has_{other}"], near_outside[f"{other}_gap"]) == (0.0, 0.0)
 
 
 def test_without_out_of_scope_examples_their_evidence_reads_zero():
@@ -137,21 +141,6 @@ def test_without_out_of_scope_examples_their_evidence_reads_zero():
 def test_out_of_scope_vectors_of_another_width_are_refused():
     with pytest.raises(ValueError, match="width"):
         HybridIndex(["a"], ["a"], np.stack([unit(1)]), FusionParams(), out_of_scope=np.ones((1, 10), np.float32))
-
-
-def test_starter_examples_are_evidence_of_their_own_next_to_the_kbs_examples():
-    texts, answer_ids = ["How do I get a refund?", "Shipping takes three to five days."], ["refund", "shipping"]
-    vectors = np.stack([unit(1, 0.1), unit(0, 1)])
-    starter = np.stack([unit(0, 0, 1), unit(0, 0.2, 1)])
-    index = HybridIndex(texts, answer_ids, vectors, FusionParams(), starter=starter)
-    near_starter, near_refund = {}, {}
-    hits = index.search("laptop advice", unit(0, 0.1, 1), k=5, evidence=near_starter)
-    index.search("refund", unit(1, 0.1), k=5, evidence=near_refund)
-    assert {h.answer_id for h in hits} == {"refund", "shipping"}
-    assert near_starter["has_starter"] == near_refund["has_starter"] == 1.0
-    assert near_starter["starter_gap"] > 0 > near_refund["starter_gap"]
-    assert near_starter["starter_knn"] == 0.5 and near_refund["starter_knn"] == 0.5
-    assert (near_starter["has_oos"], near_starter["oos_gap"]) == (0.0, 0.0)  # the KB's own examples: none
 
 
 def test_a_starter_example_the_kb_answers_is_left_out():
