@@ -227,6 +227,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
         return questions, answers
 
     def stats(self) -> dict:
+        self._refresh_if_changed()  # the console shows these counts: another process's ingest must show too
         snap = self._snap
         kinds: dict[str, int] = {}
         categories: dict[str, int] = {}
