@@ -146,15 +146,14 @@ def test_knowledge_base_page_counts_the_answers_the_chain_cited(signed_in, traff
 
 def test_knowledge_base_page_shows_no_out_of_scope_examples_of_its_own_and_the_starter_ones_it_keeps(signed_in,
                                                                                                      settings, encoder):
+    from chains.runtime import open_kb
     from console import ui
-    from knowledge.chroma_kb import ChromaKnowledgeBase
-    from knowledge.demo_kb import DEMO_FILES
+    from knowledge.demo_kb import seed_demo_kb
     from knowledge.starter_examples import starter_texts
 
     # The console's store under TANDEM_HOME starts empty in tests (the traffic was served from a KB of its own):
     # the demo content goes in as `make demo` puts it, and the console opens the store afresh.
-    ChromaKnowledgeBase(encoder, path=settings.chroma_path, collection=settings.kb_collection).ingest(
-        DEMO_FILES, progress=False)
+    seed_demo_kb(open_kb(settings, encoder))
     ui._knowledge_base.clear()
     at = signed_in.switch_page("views/knowledge_base.py").run()
     shown = {m.label: m.value for m in at.metric}
