@@ -133,6 +133,8 @@ def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> 
         return
     typer.echo(f"version {data['version']}: {data['answers']} answers, {data['questions']} questions, "
                f"{data['records']} records in {data['store']} ({data['collection']})")
+    typer.echo(f"out-of-scope examples: {data['out_of_scope_examples']} of its own, "
+               f"{data['starter_examples']} of Tandem's starter set")
     typer.echo("categories: " + ", ".join(f"{k} {v}" for k, v in sorted(data["categories"].items())))
     typer.echo("sources: " + ", ".join(f"{k} {v}" for k, v in sorted(data["sources"].items())))
 
