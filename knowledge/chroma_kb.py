@@ -35,7 +35,7 @@ from knowledge.base import Hit, KnowledgeBase
 from knowledge.focus import SearchFocus, vocabulary_words
 from knowledge.index import FusionParams, HybridIndex
 from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
-from knowledge.starter_examples import starter_vectors, unanswered
+from knowledge.starter_examples import space_starter, starter_vectors, unanswered
 
 # How often a search checks whether another process changed the collection (a cheap metadata read): a KB
 # ingest through any replica or the CLI reaches every replica within this plus one reload.
@@ -374,8 +374,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
             outside = [i for i, meta in enumerate(got["metadatas"]) if (meta or {}).get("kind") == "out_of_scope"]
             own_outside = np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32).reshape(
                 len(outside), vectors.shape[1])
-            starter = (unanswered(starter_vectors(self.encoder), vectors)
-                       if self.params.starter_examples and len(vectors) else vectors[:0])
+            kept_starter = (unanswered(starter_vectors(self.encoder), vectors)
+                            if self.params.starter_examples and len(vectors) else None)
+            starter = starter_vectors(self.encoder)[kept_starter] if kept_starter is not None else vectors[:0]
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
                                 embeddings=vectors, params=self.params,
@@ -389,8 +390,10 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                                                        index.texts),
                                         support=index.support, families=index.families, lexical_of=index,
                                         out_of_scope=self._space_vectors(lang, [got["ids"][i] for i in outside],
-                                                                         [got["documents"][i] or "" for i in outside]))
-                      for lang in self.language_encoders}
+                                                                         [got["documents"][i] or "" for i in outside]),
+                                        starter=(space_starter(encoder, lang, kept_starter)
+                                                 if kept_starter is not None else None))
+                      for lang, encoder in self.language_encoders.items()}
             version = f"{_content_version(records)}-{self.encoder.version[:6]}"
             self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces,
                                    starter_examples=len(starter))

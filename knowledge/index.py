@@ -121,7 +121,7 @@ class FusionParams:
     cjk_segmenter: str = "chars"
     head_weight: float = 0.2  # share of the answer head (0 = nearest neighbours and BM25 only)
     head_c: float = 10.0      # inverse L2 strength of the head's softmax regression
-    # Tandem's starter out-of-scope examples (knowledge.starter_examples) next to the KB's own, in the primary space.
+    # Tandem's starter out-of-scope examples (knowledge.starter_examples) next to the KB's own, in every space.
     starter_examples: bool = True
 
 

@@ -17,6 +17,7 @@ EVAL = REPO / "knowledge" / "eval"
 TRAINING_FILES = [EVAL / "bitext_dev.csv", REPO / "knowledge" / "demo" / "questions.csv",
                   REPO / "knowledge" / "demo" / "questions_zh.csv", REPO / "knowledge" / "demo" / "answers.csv",
                   REPO / "knowledge" / "starter" / "out_of_scope_en.csv",
+                  REPO / "knowledge" / "starter" / "out_of_scope_zh.csv",
                   DATA / "bitext_cs_faq" / "train.csv", DATA / "clinc150" / "train.csv", DATA / "clinc150" / "valid.csv",
                   DATA / "banking77" / "train.csv", DATA / "hint3" / "train.csv"]
 
@@ -53,6 +54,7 @@ def test_no_held_out_or_test_chinese_message_is_used_to_fit():
     test = {normalised(r["query"]) for r in rows if r["split"] == "test"}
     assert not fitted & test
     assert not test & texts_of(REPO / "knowledge" / "demo" / "questions_zh.csv")
+    assert not test & texts_of(REPO / "knowledge" / "starter" / "out_of_scope_zh.csv")
 
 
 def test_training_code_never_reads_the_held_out_or_test_sets():
