@@ -26,6 +26,18 @@ _COMPLAINT = re.compile(r"\b(?:terrible|awful|worst|angry|furious|unacceptable|r
                         r"disgusted|complain|complaint|scam|fraud|lawyer|sue|useless|horrible|outraged|"
                         r"still (?:waiting|not)|again|third time)\b|!{2,}|投诉|生气|太差", re.IGNORECASE)
 _CONDITIONAL = re.compile(r"\b(?:if|unless|otherwise|in case|instead|except)\b|如果|否则", re.IGNORECASE)
+# Things a customer asks the shop to do. A FAQ answer explains one of them; a message that asks for several at once
+# ("cancel one order, change the address of the other and merge the rest") needs someone to do them in order.
+# Distinct actions are counted, so "not cancel, change" is two and "cancel, cancel" one.
+_ACTION = re.compile(r"\b(?:(?:cancel|chang|modif|updat|edit|exchang|swap|return|refund|remov|delet|book|upgrad|"
+                     r"downgrad|switch|transfer|merg|split|reissu|redeliver|resend|retry|reset|apply|send|move|"
+                     r"combin|void|convert|replac)[a-z]*|add(?:s|ed|ing)?|clos(?:e|es|ed|ing))\b|取消|修改|改|换|"
+                     r"退货|退款|删|加急|合并|拆|转|寄|补发|重发|开发票|申请", re.IGNORECASE)
+_ACTION_STEM = {"chang": "change", "modif": "change", "updat": "change", "edit": "change", "修改": "change",
+                "改": "change", "exchang": "swap", "换": "swap",
+                "remov": "delete", "删": "delete", "寄": "send", "resend": "send", "重发": "send", "补发": "send",
+                "merg": "merge", "combin": "merge", "合并": "merge", "return": "return", "退货": "return",
+                "refund": "refund", "退款": "refund", "取消": "cancel", "void": "cancel"}
 _MONEY = re.compile(r"[$€£¥]\s?\d|\b\d+(?:\.\d+)?\s?(?:usd|eur|dollars?|euros?)\b", re.IGNORECASE)
 _FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|then|so|but|ok(?:ay)?|it|that|this|they|those|"
                         r"these|them|there)\b|\b(?:that|it|this one|the same)\b\s*[?？]?$|^那|^还有",
@@ -33,12 +45,22 @@ _FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|then|so|but|ok(?:ay)
 
 FEATURE_NAMES = ("log_chars", "n_words", "n_clauses", "n_questions", "q_why", "q_how", "q_compare",
                  "q_recommend", "negation", "complaint", "conditional", "n_entities", "money", "cjk",
-                 "follow_up")
+                 "follow_up", "n_actions")
 
 
 def word_count(text: str) -> float:
     """Words in any script: Latin-script words, plus Chinese characters / 1.5 (Chinese has no spaces)."""
     return len(_LATIN_WORD.findall(text)) + len(_CJK.findall(text)) / CJK_CHARS_PER_WORD
+
+
+def action_count(text: str) -> int:
+    """How many different things the message asks the shop to do (cancel, change, return, send, ...)."""
+    actions = set()
+    for match in _ACTION.finditer(text):
+        word = match.group(0).lower()
+        stem = next((s for s in sorted(_ACTION_STEM, key=len, reverse=True) if word.startswith(s)), word[:5])
+        actions.add(_ACTION_STEM.get(stem, stem))
+    return len(actions)
 
 
 def message_features(text: str, has_history: bool = False) -> dict[str, float]:
@@ -65,6 +87,7 @@ def message_features(text: str, has_history: bool = False) -> dict[str, float]:
         "money": float(bool(_MONEY.search(text))),
         "cjk": float(bool(_CJK.search(text))),
         "follow_up": float(follow_up),
+        "n_actions": min(action_count(text), 6),
     }
 
 

@@ -41,16 +41,26 @@ def draft_inputs(context: RouteContext, coverage: float) -> np.ndarray:
 
 
 class LinearModel:
-    """A standardised logistic regression read from the artifact (``mean``, ``scale``, ``coef``, ``intercept``)."""
+    """A standardised logistic regression read from the artifact (``mean``, ``scale``, ``coef``, ``intercept``).
 
-    def __init__(self, params: dict[str, Any]):
+    ``inputs`` names the columns it was fitted on; ``available`` names the columns this code computes. A router
+    trained before a feature was added keeps reading its own columns, so a promoted artifact survives an upgrade.
+    """
+
+    def __init__(self, params: dict[str, Any], available: tuple[str, ...]):
         self.mean = np.asarray(params["mean"], dtype=np.float64)
         self.scale = np.asarray(params["scale"], dtype=np.float64)
         self.coef = np.asarray(params["coef"], dtype=np.float64)
         self.intercept = float(params["intercept"])
+        names = params.get("inputs") or available[:len(self.coef)]
+        unknown = [name for name in names if name not in available]
+        if unknown or len(names) != len(self.coef):
+            raise ValueError(f"router artifact inputs {unknown or names} do not match this version's "
+                             f"{list(available)}: retrain it with `tandem router train`")
+        self.columns = np.asarray([available.index(name) for name in names], dtype=np.int64)
 
     def probability(self, x: np.ndarray) -> float:
-        return sigmoid(float(((x - self.mean) / self.scale) @ self.coef) + self.intercept)
+        return sigmoid(float(((x[self.columns] - self.mean) / self.scale) @ self.coef) + self.intercept)
 
 
 @register
@@ -60,8 +70,8 @@ class EvidenceRouter(Router):
     def __init__(self, params: dict[str, Any]):
         super().__init__(params)
         block = params.get("evidence") or {}
-        self._route = LinearModel(block["route"]) if "route" in block else None
-        self._draft = LinearModel(block["draft"]) if "draft" in block else None
+        self._route = LinearModel(block["route"], (*EVIDENCE_NAMES, *FEATURE_NAMES)) if "route" in block else None
+        self._draft = LinearModel(block["draft"], DRAFT_NAMES) if "draft" in block else None
 
     def score(self, query: str, context: RouteContext) -> float:
         if self._route is None or not context.hits:  # untrained, or nothing in the KB: the LLM decides

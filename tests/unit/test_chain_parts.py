@@ -52,6 +52,46 @@ def test_features_read_the_message():
     assert message_features("and how long does that take?", has_history=False)["follow_up"] == 0
 
 
+
+def test_distinct_actions_are_counted_once_each_in_either_language():
+    from chains.features import action_count
+
+    assert action_count("how do i cancel my order") == 1
+    assert action_count("not cancel, change it: cancel nothing") == 2  # "cancel" twice is one action
+    assert action_count("what is your address?") == 0  # "address" is not "add"
+    assert action_count("cancel order 71102, refund half to my card and send the rest to my sister") == 3
+    assert action_count("一个订单想取消，另一个想改地址，剩下的合并成一个包裹") == 3
+
+
+def test_a_router_trained_before_a_feature_was_added_still_scores_on_its_own_columns():
+    import copy
+
+    from chains.routers.artifacts import SHIPPED_ARTIFACT, read_artifact
+    from chains.routers.base import RouteContext
+    from chains.routers.evidence import EvidenceRouter, router_inputs
+
+    artifact = read_artifact(SHIPPED_ARTIFACT)
+    hit = Hit(answer_id="cancel_order", answer="You can cancel an order ...", title="Cancel an order", score=0.62,
+              matched_text="cancel my order", source="faq")
+    context = RouteContext(hits=[hit], evidence={"dense_top": 0.7, "dense_margin": 0.1})
+    query = "cancel order 71102 and refund half to my card"
+    older = copy.deepcopy(artifact)
+    route = older["evidence"]["route"]
+    last = route["inputs"].index("n_actions")
+    for key in ("inputs", "mean", "scale", "coef"):
+        del route[key][last]
+    # Without the column the score is the one the old artifact's own weights give, not the current one's.
+    own = np.delete(router_inputs(query, context), last)
+    z = ((own - np.asarray(route["mean"])) / np.asarray(route["scale"])) @ np.asarray(route["coef"]) + route["intercept"]
+    assert EvidenceRouter(older).score(query, context) == pytest.approx(1 / (1 + np.exp(-z)))
+    assert EvidenceRouter(older).score(query, context) != EvidenceRouter(artifact).score(query, context)
+    route["inputs"].append("no_such_feature")
+    for key in ("mean", "scale", "coef"):
+        route[key].append(1.0)
+    with pytest.raises(ValueError, match="retrain it with `tandem router train`"):
+        EvidenceRouter(older)
+
+
 def test_negation_signature():
     assert negation_signature("cancel my order") != negation_signature("I do not want to cancel my order")
 
