@@ -158,10 +158,14 @@ def _hint3(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> 
 def _tau_demo(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
     tau = ds.tau_bench(("train",))
     demo_questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(DEMO_DIR / "questions.csv")]
-    log("demo shop: KB = demo answers + questions part A; rows = tau-bench dev and held-out train, demo part B")
+    # The tau-bench rows meet the demo shop as the product ships it (every question): scored against part A only,
+    # they met fewer near neighbours than they do in use, so τ looked safer for them than it is (test 0.915).
+    log("demo shop: KB = demo answers + every question; rows = tau-bench dev and held-out train")
+    kb = build_kb(DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv", tune=tune, log=log)
+    score_queries(kb, ds.tau_bench(("dev",)) + [q for q in tau if not ds.in_split_a(q.text)], table, "tau+demo")
+    log("demo shop: KB = demo answers + questions part A; rows = demo questions part B")
     kb = build_kb(*_demo_kb(work / "demo", demo_questions), tune=tune, log=log)
-    score_queries(kb, ds.tau_bench(("dev",)) + [q for q in tau if not ds.in_split_a(q.text)]
-                  + [q for q in demo_questions if not ds.in_split_a(q.text)], table, "tau+demo")
+    score_queries(kb, [q for q in demo_questions if not ds.in_split_a(q.text)], table, "tau+demo")
 
 
 def _chinese(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
