@@ -64,32 +64,46 @@ def test_distinct_actions_are_counted_once_each_in_either_language():
 
 
 def test_a_router_trained_before_a_feature_was_added_still_scores_on_its_own_columns():
-    import copy
-
-    from chains.routers.artifacts import SHIPPED_ARTIFACT, read_artifact
     from chains.routers.base import RouteContext
-    from chains.routers.evidence import EvidenceRouter, router_inputs
+    from chains.routers.evidence import ROUTE_NAMES, EvidenceRouter, router_inputs
 
-    artifact = read_artifact(SHIPPED_ARTIFACT)
     hit = Hit(answer_id="cancel_order", answer="You can cancel an order ...", title="Cancel an order", score=0.62,
               matched_text="cancel my order", source="faq")
     context = RouteContext(hits=[hit], evidence={"dense_top": 0.7, "dense_margin": 0.1})
     query = "cancel order 71102 and refund half to my card"
-    older = copy.deepcopy(artifact)
-    route = older["evidence"]["route"]
-    last = route["inputs"].index("n_actions")
-    for key in ("inputs", "mean", "scale", "coef"):
-        del route[key][last]
-    # Without the column the score is the one the old artifact's own weights give, not the current one's.
-    own = np.delete(router_inputs(query, context), last)
-    z = ((own - np.asarray(route["mean"])) / np.asarray(route["scale"])) @ np.asarray(route["coef"]) + route["intercept"]
+    own = [name for name in ROUTE_NAMES if name != "n_actions"]  # a logistic router from before n_actions
+    coef = np.linspace(-1, 1, len(own))
+    older = {"evidence": {"route": {"inputs": own, "mean": [0.1] * len(own), "scale": [2.0] * len(own),
+                                    "coef": coef.tolist(), "intercept": -0.5}}}
+    x = np.delete(router_inputs(query, context), ROUTE_NAMES.index("n_actions"))
+    z = ((x - 0.1) / 2.0) @ coef - 0.5
     assert EvidenceRouter(older).score(query, context) == pytest.approx(1 / (1 + np.exp(-z)))
-    assert EvidenceRouter(older).score(query, context) != EvidenceRouter(artifact).score(query, context)
-    route["inputs"].append("no_such_feature")
-    for key in ("mean", "scale", "coef"):
-        route[key].append(1.0)
+    older["evidence"]["route"]["inputs"] = [*own[:-1], "no_such_feature"]
     with pytest.raises(ValueError, match="retrain it with `tandem router train`"):
         EvidenceRouter(older)
+
+
+def test_the_exported_trees_score_every_row_as_the_fitted_model_does():
+    """The router's trees leave sklearn as plain JSON arrays; read back by TreeModel they must give sklearn's
+    probabilities, monotone constraints included."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from chains.routers.evidence import TreeModel
+    from offline.router_training import MONOTONE, TREE_PARAMS, _fit_trees
+
+    rng = np.random.default_rng(3)
+    names = ["dense_top", "oos_gap", "n_words"]
+    x = rng.normal(size=(600, 3))
+    y = (x[:, 1] - x[:, 0] + 0.5 * np.sin(3 * x[:, 2]) + rng.normal(scale=0.3, size=600) > 0).astype(int)
+    weight = rng.uniform(0.5, 2.0, size=600)
+    block = {**_fit_trees(x, y, weight, names), "inputs": names}
+    reference = HistGradientBoostingClassifier(monotonic_cst=[MONOTONE.get(n, 0) for n in names], **TREE_PARAMS)
+    expected = reference.fit(x, y, sample_weight=weight).predict_proba(x)[:, 1]
+    model = TreeModel(block, tuple(names))
+    assert np.allclose(1 / (1 + np.exp(-model.logits(x))), expected, atol=1e-12)
+    assert model.probability(x[0]) == pytest.approx(expected[0], abs=1e-12)
+    # dense_top may only lower p_llm: raising it on every row never raises a score
+    assert (model.logits(x + np.array([1.0, 0, 0])) <= model.logits(x) + 1e-12).all()
 
 
 def test_negation_signature():
