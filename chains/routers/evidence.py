@@ -90,7 +90,7 @@ class TreeModel:
         size = max(len(t["value"]) for t in trees)
 
         def padded(key: str, dtype: type) -> np.ndarray:
-            out = np.zeros((len(trees), size), dtype=dtype)
+            out: np.ndarray = np.zeros((len(trees), size), dtype=dtype)
             for i, tree in enumerate(trees):
                 out[i, :len(tree[key])] = tree[key]
             return out
