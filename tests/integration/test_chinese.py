@@ -73,3 +73,15 @@ def test_a_chinese_message_sent_to_the_llm_is_answered_in_chinese(settings, bili
     assert HAN.search(response.answer), response.answer
     kinds = {finding["kind"] for finding in check.get("findings", [])}
     assert language_of(response.answer.split("\n\n")[0]) == "zh" or "language" in kinds, (response.answer, check)
+
+
+def test_a_chinese_message_meets_the_starter_examples_in_its_own_space(bilingual_kb):
+    """Searched in the e5 space, a Chinese message that no shop answers comes closer to Tandem's starter examples
+    (there in English and in Chinese) than to the FAQ, and a Chinese FAQ question does not."""
+    other_company, shop_question = "我的Gmail账号登不上了，怎么找回", "我的订单到哪了"
+    assert bilingual_kb.space_for(other_company) == "zh"
+    near_starter, near_faq = {}, {}
+    bilingual_kb.search(other_company, k=1, evidence=near_starter)
+    bilingual_kb.search(shop_question, k=1, evidence=near_faq)
+    assert near_starter["has_starter"] == near_faq["has_starter"] == 1.0
+    assert near_starter["starter_gap"] > 0 > near_faq["starter_gap"]
