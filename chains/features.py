@@ -38,6 +38,7 @@ _ACTION_STEM = {"chang": "change", "modif": "change", "updat": "change", "edit":
                 "remov": "delete", "删": "delete", "寄": "send", "resend": "send", "重发": "send", "补发": "send",
                 "merg": "merge", "combin": "merge", "合并": "merge", "return": "return", "退货": "return",
                 "refund": "refund", "退款": "refund", "取消": "cancel", "void": "cancel"}
+_ACTION_STEMS = sorted(_ACTION_STEM, key=len, reverse=True)  # longest first: "退货" before "退", "resend" before "send"
 _MONEY = re.compile(r"[$€£¥]\s?\d|\b\d+(?:\.\d+)?\s?(?:usd|eur|dollars?|euros?)\b", re.IGNORECASE)
 _FOLLOW_UP = re.compile(r"^(?:and|also|what about|how about|then|so|but|ok(?:ay)?|it|that|this|they|those|"
                         r"these|them|there)\b|\b(?:that|it|this one|the same)\b\s*[?？]?$|^那|^还有",
@@ -58,7 +59,7 @@ def action_count(text: str) -> int:
     actions = set()
     for match in _ACTION.finditer(text):
         word = match.group(0).lower()
-        stem = next((s for s in sorted(_ACTION_STEM, key=len, reverse=True) if word.startswith(s)), word[:5])
+        stem = next((s for s in _ACTION_STEMS if word.startswith(s)), word[:5])
         actions.add(_ACTION_STEM.get(stem, stem))
     return len(actions)
 

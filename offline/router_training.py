@@ -260,7 +260,7 @@ def _fit_trees(x: np.ndarray, y: np.ndarray, weight: np.ndarray, names: Sequence
                       "missing_left": nodes["missing_go_to_left"].astype(bool).tolist()})
     depth = int(max(predictor.nodes["depth"].max() for (predictor,) in model._predictors)) + 1
     return {"intercept": float(np.ravel(model._baseline_prediction)[0]), "trees": trees, "depth": depth,
-            "width": int(x.shape[1]), "kind": "gradient-boosted trees", "params": TREE_PARAMS}
+            "width": int(x.shape[1]), "inputs": list(names), "kind": "gradient-boosted trees", "params": TREE_PARAMS}
 
 
 def _predict(params: dict, x: np.ndarray, layout: Sequence[str]) -> np.ndarray:
@@ -300,7 +300,7 @@ def fit(arrays: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = Non
         weight = np.concatenate([weight, np.full(len(extra["needs_llm"]), extra_weight)])
         groups = np.concatenate([groups, np.asarray(["feedback"] * len(extra["needs_llm"]))])
     route_names = list(ROUTE_NAMES)
-    route = {**_fit_trees(x, y, weight, route_names), "inputs": route_names}
+    route = _fit_trees(x, y, weight, route_names)
     # τ and the reported figures come from out-of-fold scores: trees score the rows they were grown on too well
     # (in-sample, the development set's in-scope messages look surer than new ones will), so a τ read from them
     # would escalate more than the budget says.
@@ -308,8 +308,7 @@ def fit(arrays: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = Non
     fold = _folds(np.concatenate([arrays["text"], [f"feedback {i}" for i in range(len(y) - len(arrays["text"]))]]))
     for k in range(FOLDS):
         grown, held = fold != k, fold == k
-        p_llm[held] = _predict({**_fit_trees(x[grown], y[grown], weight[grown], route_names), "inputs": route_names},
-                               x[held], route_names)
+        p_llm[held] = _predict(_fit_trees(x[grown], y[grown], weight[grown], route_names), x[held], route_names)
 
     known = arrays["top_correct"] >= 0
     xd, correct = arrays["x_draft"][known].astype(np.float64), arrays["top_correct"][known]

@@ -80,13 +80,12 @@ class TreeModel:
     """Gradient-boosted trees read from the artifact: ``intercept`` (the log-odds every tree adds to) and
     ``trees``, each as flat node arrays (``feature``, ``threshold``, ``left``, ``right``, ``leaf``, ``value``,
     ``missing_left``); a row goes left where its input is at most the threshold. All trees step down together, one
-    numpy step per level, so the 200 trees of the shipped router take about 0.1 ms a message."""
+    numpy step per level, so the 200 trees of the shipped router take about 0.2 ms a message."""
 
     def __init__(self, params: dict[str, Any], available: tuple[str, ...]):
         trees = params["trees"]
         self.intercept = float(params["intercept"])
-        width = max((max(t["feature"]) for t in trees if t["feature"]), default=-1) + 1
-        self.columns = _columns(params.get("inputs") or [], int(params.get("width", width)), available)
+        self.columns = _columns(params.get("inputs") or [], int(params["width"]), available)
         size = max(len(t["value"]) for t in trees)
 
         def padded(key: str, dtype: type) -> np.ndarray:
@@ -99,7 +98,7 @@ class TreeModel:
         self.left, self.right = padded("left", np.int64), padded("right", np.int64)
         self.leaf, self.value = padded("leaf", bool), padded("value", np.float64)
         self.missing_left = padded("missing_left", bool)
-        self.depth = int(params.get("depth", size))
+        self.depth = int(params["depth"])
         self._trees = np.arange(len(trees))
 
     def logits(self, x: np.ndarray) -> np.ndarray:

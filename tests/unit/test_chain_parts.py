@@ -52,7 +52,6 @@ def test_features_read_the_message():
     assert message_features("and how long does that take?", has_history=False)["follow_up"] == 0
 
 
-
 def test_distinct_actions_are_counted_once_each_in_either_language():
     from chains.features import action_count
 
