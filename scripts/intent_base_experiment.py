@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from core.encoders import STAMP_FILE, TransformerEncoder, load_encoder
+from core.encoders import STAMP_FILE, TransformerEncoder
 from core.models import model_path
-from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
+from knowledge.chroma_kb import ChromaKnowledgeBase
 from offline import datasets as ds
 from offline.encoder_tuning import TuneParams, tune
+from offline.kbs import build_kb
 
 
 def intent_questions() -> dict[str, list[str]]:
@@ -62,15 +63,13 @@ def main(out: Path, seed: int) -> None:
              TuneParams(seed=seed, answer_text_share=0.0))
     answers_csv, questions_csv = ds.write_kb_csvs(out / "bitext-kb", ds.bitext_answers(),
                                                   [(q.text, q.answer_id) for q in ds.bitext("train")])
-    kb = throwaway_kb(load_encoder("minilm"), answers_csv, questions_csv)
+    kb = build_kb(answers_csv, questions_csv, tune=False)  # tuned below from each base, not by tune_for_kb
     questions, answers = kb.training_texts()
-    results = {}
     for name, base in (("minilm", model_path("minilm")), ("intent", intent_base)):
         folder = out / f"bitext-on-{name}-{seed}"
         if not (folder / STAMP_FILE).is_file():
             tune(base, questions, answers, folder, "bitext", params, progress=False)
-        results[name] = measure(folder, kb, questions)
-        print(json.dumps({"base": name, "seed": seed, **results[name]}), flush=True)
+        print(json.dumps({"base": name, "seed": seed, **measure(folder, kb, questions)}), flush=True)
 
 
 if __name__ == "__main__":
