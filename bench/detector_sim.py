@@ -5,13 +5,16 @@ Rates: each minute has Poisson(30) requests and a binomial count of events at a 
 own spread and surprise functions (ops/detector.py) score it against a three-hour history, as `evaluate` does.
 Latencies: each minute has Poisson(12) small-tier requests, a lognormal body (median 30 ms) plus a share of slow
 outliers at 100-400 ms (what a 2-core host shows: a GC pause, a neighbour's burst), scored by the detector's
-`latency_surprises`, and for comparison by the Gaussian z of the minute's p95 that it replaced.
+`latency_surprises`, and for comparison by the Gaussian z of the minute's p95 that it replaced. The LLM route:
+Poisson(4) requests a minute with a narrow body around 1.3 s; a uniform 15 % drift should not alert, a real
+slowdown should.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -78,14 +81,29 @@ def caught_within(rate: float, spreads: float, rng: np.random.Generator, trials:
     return caught_shares([first_alert_minute(surprises()) for _ in range(trials)])
 
 
-SMALL_PER_MINUTE = 12
+@dataclass(frozen=True)
+class Route:
+    """One route's simulated requests: Poisson(per_minute) a minute, a lognormal body around median_ms."""
+    name: str
+    per_minute: int
+    median_ms: float
+    sigma: float
 
 
-def latency_minutes(count: int, slow_share: float, rng: np.random.Generator, factor: float = 1.0) -> pd.Series:
+# The small tier: a wide body around 30 ms, plus the slow outliers a busy 2-core host adds.
+SMALL = Route("small-tier", 12, 30.0, 0.45)
+# The LLM at Tandem's usual share (about 4 of 30 requests a minute): a narrow body around 1.3 s, because an answer's
+# length is capped, which is what a CI run's vLLM logged.
+LLM = Route("LLM", 4, 1300.0, 0.12)
+SMALL_PER_MINUTE = SMALL.per_minute
+
+
+def latency_minutes(count: int, slow_share: float, rng: np.random.Generator, factor: float = 1.0,
+                    route: Route = SMALL, add_ms: float = 0.0) -> pd.Series:
     """``count`` minutes of request latencies (an array a minute, as minute_series keeps them)."""
     minutes = []
-    for size in np.maximum(rng.poisson(SMALL_PER_MINUTE, count), 1):
-        body = rng.lognormal(math.log(30.0), 0.45, size) * factor
+    for size in np.maximum(rng.poisson(route.per_minute, count), 1):
+        body = rng.lognormal(math.log(route.median_ms), route.sigma, size) * factor + add_ms
         minutes.append(np.where(rng.random(size) < slow_share, rng.uniform(100.0, 400.0, size), body))
     return pd.Series(minutes)
 
@@ -98,8 +116,8 @@ def p95_gaussian_z(minute: np.ndarray, past: pd.Series) -> float:
 
 
 def false_latency_alerts_per_day(slow_share: float, days: int, rng: np.random.Generator,
-                                 old: bool = False) -> float:
-    minutes = latency_minutes(days * 1440 + HISTORY + 10, slow_share, rng)
+                                 old: bool = False, route: Route = SMALL) -> float:
+    minutes = latency_minutes(days * 1440 + HISTORY + 10, slow_share, rng, route=route)
 
     def surprises() -> Iterator[float]:
         block: dict = {}
@@ -107,22 +125,25 @@ def false_latency_alerts_per_day(slow_share: float, days: int, rng: np.random.Ge
             if t % 10 == 0 or t == HISTORY + 10:  # evaluate() scores ten recent minutes against one history
                 past, recent = minutes.iloc[t - 10 - HISTORY:t - 10], minutes.iloc[t:t + 10]
                 block = ({i: p95_gaussian_z(ms, past) for i, ms in recent.items()} if old
-                         else latency_surprises(past, recent, SMALL_PER_MINUTE))
+                         else latency_surprises(past, recent, route.per_minute))
             yield block[t]
 
     return alerts_opened(surprises()) / days
 
 
 def slowdown_caught_within(slow_share: float, rng: np.random.Generator, factor: float = 1.0, more_slow: float = 0.0,
-                           trials: int = 200) -> tuple[float, float]:
-    """Share of slowdowns caught within 2 and within 3 minutes: every ordinary request ``factor`` times slower, or
-    ``more_slow`` more of the requests slow outliers (the tail alone getting worse)."""
+                           trials: int = 200, route: Route = SMALL, add_ms: float = 0.0,
+                           minutes: int = 3) -> tuple[float, float]:
+    """Share of slowdowns caught within 2 and within 3 minutes: every ordinary request ``factor`` times slower
+    (or ``add_ms`` slower), or ``more_slow`` more of the requests slow outliers (the tail alone getting worse).
+    With ``minutes`` = 10 the second share is "within 10 minutes", for drifts that should not alert at all."""
     delays = []
     for _ in range(trials):
-        past = latency_minutes(HISTORY, slow_share, rng)
-        recent = latency_minutes(3, slow_share + more_slow, rng, factor)
-        delays.append(first_alert_minute(latency_surprises(past, recent, SMALL_PER_MINUTE).values()))
-    return caught_shares(delays)
+        past = latency_minutes(HISTORY, slow_share, rng, route=route)
+        recent = latency_minutes(minutes, slow_share + more_slow, rng, factor, route=route, add_ms=add_ms)
+        delays.append(first_alert_minute(latency_surprises(past, recent, route.per_minute).values()))
+    two, _ = caught_shares(delays)
+    return two, float(np.mean(np.asarray(delays) <= minutes))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -153,6 +174,16 @@ def main(argv: list[str] | None = None) -> None:
         tail_two, tail_three = slowdown_caught_within(share, rng, more_slow=0.2)
         print(f"{share:10.2f} | {now:8.3f} ({before:.1f}) {'':26}| {two:19.0%} / {three:.0%} | "
               f"{tail_two:19.0%} / {tail_three:.0%}", flush=True)
+    print(f"\nLLM latency, {LLM.per_minute} requests a minute around {LLM.median_ms:.0f} ms; {args.latency_days} "
+          "simulated days")
+    print("false alerts a day | all 15 % slower: alert within 10 min (should not) | 1.5x caught <= 2 / <= 3 min | "
+          "+3 s caught <= 2 / <= 3 min")
+    steady = false_latency_alerts_per_day(0.0, args.latency_days, rng, route=LLM)
+    _, drift = slowdown_caught_within(0.0, rng, factor=1.15, route=LLM, minutes=10)
+    half_two, half_three = slowdown_caught_within(0.0, rng, factor=1.5, route=LLM)
+    add_two, add_three = slowdown_caught_within(0.0, rng, add_ms=3000.0, route=LLM)
+    print(f"{steady:18.3f} | {drift:49.0%} | {half_two:22.0%} / {half_three:.0%} | {add_two:19.0%} / {add_three:.0%}",
+          flush=True)
 
 
 if __name__ == "__main__":
