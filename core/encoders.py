@@ -24,6 +24,7 @@ import numpy as np
 
 from core.errors import TandemError
 from core.models import MINILM_FIX, ModelError, model_path
+from core.passage_cache import passage_cache
 from core.settings import get_settings
 
 # Written next to the weights of every encoder folder Tandem makes (tuned, exported): what it is and from what.
@@ -39,12 +40,22 @@ class Encoder(ABC):
     problem: str = ""  # why this is not the encoder that was asked for (a missing tuned folder), else ""
 
     @abstractmethod
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """Run the model on stored texts: a float32 matrix, one L2-normalised row each."""
+
     def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Stored texts (answers, example questions) as a float32 matrix, one L2-normalised row each."""
+        """Stored texts (answers, example questions) as a float32 matrix, one L2-normalised row each; each text is
+        embedded once per encoder version and machine (:mod:`core.passage_cache`)."""
+        path = get_settings().passage_cache_path
+        if path is None:
+            return self._embed_passages(texts, batch_size)
+        return passage_cache(path).vectors(f"{self.name}|{self.version}|{self.backend}|passage", texts, self.dim,
+                                           lambda missing: self._embed_passages(missing, batch_size))
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Customer messages as a float32 matrix. Same as passages unless the model wants a prefix."""
-        return self.encode_passages(texts, batch_size)
+        """Customer messages as a float32 matrix. Same model call as passages unless the model wants a prefix,
+        but never through the passage cache: messages are not written to disk."""
+        return self._embed_passages(texts, batch_size)
 
     def encode_query(self, text: str) -> np.ndarray:
         """One message, memoised: cache, router and retrieval share this single embedding."""
@@ -103,7 +114,7 @@ class TransformerEncoder(Encoder):
         self.dim = int(self.model.config.hidden_size)
         self._lock = threading.Lock()
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
@@ -172,7 +183,7 @@ class OnnxEncoder(Encoder):
         self.name, self.version, self.backend = name, version, "onnx-int8" if file == INT8_FILE else "onnx"
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
@@ -205,7 +216,10 @@ class BatchingEncoder(Encoder):
         self.messages = 0
 
     def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self.inner.encode_passages(texts, batch_size)
+        return self.inner.encode_passages(texts, batch_size)  # the inner encoder's cache, under its identity
+
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        return self.inner._embed_passages(texts, batch_size)
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         if len(texts) != 1:
@@ -320,7 +334,7 @@ class E5Encoder(Encoder):
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         return self._encode(texts, True, batch_size)
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         return self._encode(texts, False, batch_size)
 
 

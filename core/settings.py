@@ -36,6 +36,9 @@ class Settings(BaseSettings):
                            description="Public datasets for training, eval and bench (train/valid to tune, test to report).")
     rules_path: Path = Field(REPO_ROOT / "chains" / "rules.yaml",
                              description="Operator-editable keyword/regex routing rules (reloaded on change).")
+    passage_cache: str = Field("", description="SQLite file of passage vectors (KB records, starter examples) by "
+                               "encoder version, so no restart embeds them again (data directories may share one); "
+                               "empty: $TANDEM_HOME/cache/passages.sqlite3, off: none. Messages are never kept.")
     kb_collection: str = Field("tandem_kb", description="Chroma collection name of the knowledge base.")
     kb_starter_examples: bool = Field(True, description="Give the KB Tandem's starter out-of-scope examples (advice, "
                                       "comparisons, judgement calls, other companies' services, chit-chat) next to "
@@ -146,6 +149,13 @@ class Settings(BaseSettings):
     @property
     def chroma_path(self) -> Path:
         return self.home / "chroma"
+
+    @property
+    def passage_cache_path(self) -> Path | None:
+        if self.passage_cache.strip().lower() == "off":
+            return None
+        return Path(self.passage_cache).expanduser().resolve() if self.passage_cache.strip() \
+            else self.home / "cache" / "passages.sqlite3"
 
     @property
     def models_dir(self) -> Path:
