@@ -216,10 +216,17 @@ def runtime_of_app(app: FastAPI) -> Runtime:
     return runtime
 
 
+# An idle keep-alive connection is closed by the side whose timeout ends first. uvicorn's default, 5 s, equals
+# httpx's (and so the OpenAI SDK's) pool expiry and is far below nginx's upstream 60 s: a client could send its
+# next request on a connection the app was closing at that moment, and get "connection reset" (a CI run's bad-input
+# test did, between two batches). The server outlasts its clients, so they are the ones that close.
+KEEP_ALIVE_S = 75
+
+
 def serve(settings: Settings | None = None, host: str | None = None, port: int | None = None) -> None:
     import uvicorn
 
     settings = settings or get_settings()
     uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.app_port,
-                log_level="info", timeout_graceful_shutdown=5)
+                log_level="info", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S)
 

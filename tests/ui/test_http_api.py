@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 
@@ -90,3 +93,33 @@ def test_wrong_method_and_unknown_path_are_json(api):
     assert wrong.status_code == 405 and "use POST" in wrong.json()["error"] and wrong.headers["allow"] == "POST"
     unknown = api.post("/api/v1/chatt", json={"message": "hi"})
     assert unknown.status_code == 404 and "/api/v1/chatt" in unknown.json()["error"]
+
+
+def test_an_idle_keep_alive_connection_outlives_httpx_and_nginx_pool_expiry_so_the_app_never_closes_it_first(
+        app_server):
+    """One connection, two requests 6 s apart (past uvicorn's default 5 s keep-alive, past httpx's pool expiry):
+    the app must still hold the connection open, so an idle client's reuse never races the app's close."""
+    url = httpx.URL(app_server.url)
+    request = (f"GET /healthz HTTP/1.1\r\nHost: {url.host}:{url.port}\r\nConnection: keep-alive\r\n\r\n").encode()
+    with socket.create_connection((url.host, url.port), timeout=10) as conn:
+        for attempt in range(2):
+            if attempt:
+                time.sleep(6)
+            conn.sendall(request)
+            head = _read_response(conn)
+            assert head.startswith(b"HTTP/1.1 200"), (attempt, head[:200])
+
+
+def _read_response(conn: socket.socket) -> bytes:
+    """One whole HTTP/1.1 response with a Content-Length body (b"" if the server closed the connection)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += conn.recv(65536)
+    return data
