@@ -235,11 +235,13 @@ def test_a_series_with_too_little_history_says_it_is_learning(warm, tmp_path):
 
 # --- automatic tuning ---------------------------------------------------------------------------------
 WINDOW = 5
+DRIFT_SEED = 19
 
 
-def drifted(messages: Messages) -> list[str]:
-    """40 messages, 45 % out of scope (twice the usual share), the same each window so windows compare."""
-    return messages.minute(40, oos_share=0.45, repeat_share=0.0)
+def drifted() -> list[str]:
+    """40 messages, 45 % out of scope (twice the usual share), the same each window so windows compare. Drawn from
+    a generator of their own: from the module's shared one, the batch depended on which tests ran first."""
+    return Messages.load(seed=DRIFT_SEED).minute(40, oos_share=0.45, repeat_share=0.0)
 
 
 def serve_window(runtime, clock, window: int, batch: list[str]) -> None:
@@ -305,7 +307,7 @@ def test_drifted_traffic_makes_the_tuner_reach_an_llm_share_objective_within_3_w
         settings, ops_kb, upstream, warm, tmp_path):
     db = fresh_db(tmp_path, "drift")
     runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
-    batch = drifted(warm["messages"])
+    batch = drifted()
     tau0 = policy_store.current(db).route_threshold
     try:
         serve_window(runtime, clock, 0, batch)
@@ -333,7 +335,7 @@ def test_a_change_that_makes_customers_unhappy_is_rolled_back_with_an_alert(
         settings, ops_kb, upstream, warm, tmp_path):
     db = fresh_db(tmp_path, "rollback")
     runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
-    batch = drifted(warm["messages"])
+    batch = drifted()
     before = policy_store.current(db)
     try:
         serve_window(runtime, clock, 0, batch)
@@ -371,7 +373,7 @@ def test_the_tuner_changes_nothing_with_too_little_traffic(settings, ops_kb, ups
     runtime, clock, proxy = tuning_runtime(settings, ops_kb, upstream, db)
     tau = policy_store.current(db).route_threshold
     try:
-        serve_window(runtime, clock, 0, drifted(warm["messages"])[:10])
+        serve_window(runtime, clock, 0, drifted()[:10])
         enable_autotune(db, 0.05)
         event = run_once(db, START + timedelta(minutes=WINDOW)).tuner_event
         assert event.kind == "skipped" and "routed requests" in event.message
