@@ -49,8 +49,13 @@ class Encoder(ABC):
         path = get_settings().passage_cache_path
         if path is None:
             return self._embed_passages(texts, batch_size)
-        return passage_cache(path).vectors(f"{self.name}|{self.version}|{self.backend}|passage", texts, self.dim,
+        return passage_cache(path).vectors(self.passage_identity, texts, self.dim,
                                            lambda missing: self._embed_passages(missing, batch_size))
+
+    @property
+    def passage_identity(self) -> str:
+        """What a stored text's vector depends on besides the text: the passage cache's key."""
+        return f"{self.name}|{self.version}|{self.backend}|passage"
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Customer messages as a float32 matrix. Same model call as passages unless the model wants a prefix,
@@ -214,9 +219,6 @@ class BatchingEncoder(Encoder):
         self._busy = False
         self.passes = 0  # forward passes run, and messages they served (for the bench and the profile)
         self.messages = 0
-
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self.inner.encode_passages(texts, batch_size)  # the inner encoder's cache, under its identity
 
     def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         return self.inner._embed_passages(texts, batch_size)

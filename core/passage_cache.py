@@ -38,8 +38,6 @@ class PassageCache:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._given_up = False
-        self.hits = 0  # passages found and embedded, in this process (for tests and the bench)
-        self.misses = 0
 
     def vectors(self, identity: str, texts: Sequence[str], dim: int,
                 embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
@@ -62,9 +60,7 @@ class PassageCache:
                 self._write(list(zip(missing, made)))
             except (sqlite3.Error, OSError) as exc:
                 self._give_up(exc)
-        self.hits += len(keys) - len(missing)
-        self.misses += len(missing)
-        return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
+        return np.stack([found[key] for key in keys])
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

@@ -48,7 +48,7 @@ def starter_texts(language: str = "en") -> tuple[str, ...]:
 
 def starter_vectors(encoder: Encoder, language: str = "en") -> np.ndarray:
     """The starter examples in ``language`` embedded by ``encoder``, once per encoder version in this process."""
-    key = f"{encoder.name}:{encoder.version}:{encoder.backend}:{language}"  # int8 ONNX keeps its torch folder's version
+    key = f"{encoder.passage_identity}:{language}"  # with the backend: int8 ONNX keeps its torch folder's version
     with _lock:
         if key not in _vectors:
             _vectors[key] = np.asarray(encoder.encode_passages(list(starter_texts(language))), dtype=np.float32)

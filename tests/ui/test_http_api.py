@@ -122,4 +122,4 @@ def _read_response(conn: socket.socket) -> bytes:
     length = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
     while len(body) < length:
         body += conn.recv(65536)
-    return data
+    return head + b"\r\n\r\n" + body

@@ -42,8 +42,8 @@ def test_a_passage_is_embedded_once_and_read_back_by_another_process_unchanged(e
         return encoder._embed_passages(texts, 64)
 
     # A new cache object on the same file is what the next process sees.
-    again = PassageCache(cache_file).vectors(f"{encoder.name}|{encoder.version}|{encoder.backend}|passage",
-                                             PASSAGES + ["A text no one embedded yet."], encoder.dim, embed)
+    again = PassageCache(cache_file).vectors(encoder.passage_identity, PASSAGES + ["A text no one embedded yet."],
+                                             encoder.dim, embed)
     assert calls == [["A text no one embedded yet."]]
     np.testing.assert_array_equal(again[:3], first)
     np.testing.assert_allclose(first[0], encoder._embed_passages(PASSAGES[:1], 64)[0], atol=1e-5)
