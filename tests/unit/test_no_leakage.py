@@ -1,12 +1,16 @@
-"""The hand-written held-out set is for reporting only: none of its messages may appear in anything that trains,
+"""The hand-written held-out sets are for reporting only: none of their messages may appear in anything that trains,
 tunes or chooses a threshold (dataset train/valid files, the development set, the demo KB, the starter
 out-of-scope examples every KB gets, the router's stored
-training rows' sources, the Chinese train/valid split)."""
+training rows' sources, the Chinese train/valid split).
+
+The demo-shop set (knowledge/eval/demo_shop.csv) was written apart from the demo KB's stored questions: its held-out
+split must not even come close (normalised text similarity) to its dev split, the stored questions or the answer titles."""
 
 from __future__ import annotations
 
 import csv
 import re
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,8 @@ import pytest
 from tests.conftest import DATA, REPO
 
 EVAL = REPO / "knowledge" / "eval"
+DEMO_SHOP = EVAL / "demo_shop.csv"
+DEMO_KB = REPO / "knowledge" / "demo"
 TRAINING_FILES = [EVAL / "bitext_dev.csv", REPO / "knowledge" / "demo" / "questions.csv",
                   REPO / "knowledge" / "demo" / "questions_zh.csv", REPO / "knowledge" / "demo" / "answers.csv",
                   REPO / "knowledge" / "starter" / "out_of_scope_en.csv",
@@ -61,3 +67,107 @@ def test_training_code_never_reads_the_held_out_or_test_sets():
     """The held-out reader is called by the evaluation only; training reads train/valid splits."""
     training = (REPO / "offline" / "router_training.py").read_text() + (REPO / "offline" / "encoder_tuning.py").read_text()
     assert "bitext_heldout" not in training and '"test"' not in training and "('test'" not in training
+
+
+# --- the demo-shop set --------------------------------------------------------------------------------
+DEMO_SHOP_COLUMNS = ["query_id", "query", "answer_id", "in_scope", "style", "split"]
+ANSWERABLE_STYLES = {"plain", "indirect", "typo", "two_clause", "entity", "terse", "polite", "angry"}
+OUT_OF_SCOPE_KINDS = {"advice", "comparison", "other_domain", "chitchat", "multi_step", "complaint_judgement", "not_covered"}
+NEAR_DUPLICATE = 0.8  # normalised-text similarity (difflib ratio) at or above which two messages count as near-duplicates
+
+
+def demo_shop_rows() -> list[dict[str, str]]:
+    with DEMO_SHOP.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def demo_answer_rows() -> list[dict[str, str]]:
+    with (DEMO_KB / "answers.csv").open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def demo_shop_texts(split: str) -> set[str]:
+    return {normalised(r["query"]) for r in demo_shop_rows() if r["split"] == split}
+
+
+def english_demo_answer_ids() -> set[str]:
+    return {r["answer_id"] for r in demo_answer_rows() if not r["answer_id"].startswith("zh_")}
+
+
+def test_the_demo_shop_set_is_well_formed():
+    with DEMO_SHOP.open(encoding="utf-8", newline="") as handle:
+        assert next(csv.reader(handle)) == DEMO_SHOP_COLUMNS
+    rows = demo_shop_rows()
+    ids = [r["query_id"] for r in rows]
+    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"demo-\d{4}", i) for i in ids)
+    texts = [normalised(r["query"]) for r in rows]
+    assert all(texts) and len(set(texts)) == len(texts), "empty or repeated messages"
+    assert {r["split"] for r in rows} <= {"dev", "heldout"}
+    assert {r["in_scope"] for r in rows} <= {"True", "False"}
+    in_scope = [r for r in rows if r["in_scope"] == "True"]
+    out_of_scope = [r for r in rows if r["in_scope"] == "False"]
+    assert len(in_scope) >= 168 and len(out_of_scope) >= 48
+    unknown = {r["answer_id"] for r in in_scope} - english_demo_answer_ids()
+    assert not unknown, f"answer ids not in knowledge/demo/answers.csv: {sorted(unknown)}"
+    assert all(r["answer_id"] == "" for r in out_of_scope)
+    assert {r["style"] for r in in_scope} <= ANSWERABLE_STYLES
+    assert {r["style"] for r in out_of_scope} <= OUT_OF_SCOPE_KINDS
+
+
+def test_every_demo_answer_has_three_messages_and_one_in_each_split():
+    rows = [r for r in demo_shop_rows() if r["in_scope"] == "True"]
+    for answer_id in sorted(english_demo_answer_ids()):
+        splits = [r["split"] for r in rows if r["answer_id"] == answer_id]
+        assert len(splits) >= 3 and {"dev", "heldout"} <= set(splits), f"{answer_id}: {splits}"
+
+
+def test_the_demo_shop_splits_are_about_even_in_and_out_of_scope():
+    rows = demo_shop_rows()
+    for in_scope in ("True", "False"):
+        part = [r for r in rows if r["in_scope"] == in_scope]
+        held_out = sum(r["split"] == "heldout" for r in part)
+        assert 0.4 <= held_out / len(part) <= 0.6, f"in_scope={in_scope}: {held_out} of {len(part)} held out"
+
+
+@pytest.mark.parametrize("path", TRAINING_FILES, ids=lambda p: p.name if p.parent.name != "clinc150" else f"clinc-{p.name}")
+def test_no_demo_shop_held_out_message_is_in_a_training_file(path):
+    leaked = demo_shop_texts("heldout") & texts_of(path)
+    assert not leaked, f"{len(leaked)} demo-shop held-out messages appear in {path}: {sorted(leaked)[:5]}"
+
+
+def test_no_demo_shop_held_out_message_is_in_its_dev_split():
+    leaked = demo_shop_texts("heldout") & demo_shop_texts("dev")
+    assert not leaked, f"{len(leaked)} demo-shop held-out messages are also in its dev split: {sorted(leaked)[:5]}"
+
+
+def near_duplicates(texts: set[str], others: set[str], threshold: float) -> list[tuple[float, str, str]]:
+    """(similarity, text, other) for every pair at or above threshold. difflib's ratio is 2*M/(len(a)+len(b)), so a
+    pair whose lengths alone cap it below the threshold is skipped, then the cheap upper bounds before the full ratio."""
+    found = []
+    by_length = sorted(others, key=len)
+    for text in texts:
+        matcher = SequenceMatcher(None, b=text, autojunk=False)
+        for other in by_length:
+            shorter, longer = sorted((len(text), len(other)))
+            if 2 * shorter < threshold * (shorter + longer):
+                if len(other) > len(text):
+                    break  # every later one is longer still
+                continue
+            matcher.set_seq1(other)
+            if matcher.real_quick_ratio() >= threshold and matcher.quick_ratio() >= threshold \
+                    and (ratio := matcher.ratio()) >= threshold:
+                found.append((round(ratio, 3), text, other))
+    return sorted(found, reverse=True)
+
+
+def test_no_demo_shop_held_out_message_is_near_its_dev_split_the_stored_questions_or_the_answer_titles():
+    others = (demo_shop_texts("dev") | texts_of(DEMO_KB / "questions.csv")
+              | {normalised(r["title"]) for r in demo_answer_rows()}) - {""}
+    close = near_duplicates(demo_shop_texts("heldout"), others, NEAR_DUPLICATE)
+    assert not close, f"{len(close)} held-out messages are near-duplicates (similarity >= {NEAR_DUPLICATE}): {close[:5]}"
+
+
+def test_the_near_duplicate_check_finds_a_typo_variant_and_passes_a_different_message():
+    assert near_duplicates({normalised("how do i track my oder")}, {normalised("How do I track my order?")}, NEAR_DUPLICATE)
+    assert not near_duplicates({normalised("Do you ship to Norway?")}, {normalised("How do I reset my password?")},
+                               NEAR_DUPLICATE)
