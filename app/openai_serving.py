@@ -39,7 +39,7 @@ from app.openai_protocol import (
 )
 from app.serving import stream_async
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 
 CHANNEL = "openai"
 # Guard outcomes that are the client's fault: OpenAI clients expect an HTTP error, not a chat answer.
@@ -152,14 +152,18 @@ class OpenAIServing:
         created = int(time.time())
         chunk_id = "chatcmpl-"
         started = False
+        held = False  # a draft that a rewrite may replace: an OpenAI stream cannot take text back, so it waits
         async for item in items:
             if isinstance(item, Decided):
                 chunk_id = f"chatcmpl-{item.request_id}"
+                held = item.revisable
                 continue
             if isinstance(item, ChatResponse):
                 chunk_id = f"chatcmpl-{item.request_id}"
                 if not started:
                     yield _sse(_chunk(chunk_id, created, body.model, Delta(role="assistant", content="")))
+                if held:
+                    yield _sse(_chunk(chunk_id, created, body.model, Delta(content=item.answer)))
                 finish = "length" if item.finish_reason == "length" else "stop"
                 yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model,
                                                choices=[ChunkChoice(delta=Delta(), finish_reason=finish)],
@@ -168,6 +172,10 @@ class OpenAIServing:
                     yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model, choices=[],
                                                    usage=_usage(item)))
                 continue
+            if held and isinstance(item, (str, Revised)):
+                continue
+            if isinstance(item, Revised):  # the text shown so far stays on the client's screen; this follows it
+                item = "\n\n" + item.text
             if isinstance(item, Exception):
                 item = "Sorry, something went wrong on our side. Please try again."
             if not started:

@@ -22,7 +22,7 @@ from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn,
 from app.serving import stream_async
 from chains.metrics import get_or_create
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from core.settings import Settings
 from knowledge.ingest import AnswerRow, QuestionRow
 
@@ -89,7 +89,9 @@ def status_for(response: ChatResponse) -> int:
              dependencies=[Depends(require_token("chat"))])
 async def chat(body: ChatIn, runtime: Runtime = Depends(runtime_of)) -> Any:
     """Answer one customer message. With `"stream": true` the answer comes as server-sent events:
-    `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`."""
+    `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`. A `{"replace": "..."}`
+    event replaces everything shown so far: a verified rewrite of the knowledge-base draft shown first, or what is
+    served instead of an LLM answer that failed its checks."""
     request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
                           channel="api", modality="text")
     if body.stream:
@@ -111,6 +113,8 @@ async def _events(runtime: Runtime, request: ChatRequest) -> AsyncIterator[str]:
             yield f"data: {json.dumps({'done': ChatOut.of(item).model_dump()}, ensure_ascii=False)}\n\n"
         elif isinstance(item, Decided):
             yield f"data: {json.dumps({'route': item.route, 'request_id': item.request_id})}\n\n"
+        elif isinstance(item, Revised):  # everything shown so far is replaced by this text
+            yield f"data: {json.dumps({'replace': item.text}, ensure_ascii=False)}\n\n"
         elif isinstance(item, Exception):
             yield f"data: {json.dumps({'error': 'internal error; it has been logged'})}\n\n"
         else:

@@ -13,20 +13,20 @@ import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
 
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.service import TandemService
 
 _END = object()
 
 
-def drain(items: queue.Queue) -> Iterator[str | Decided | ChatResponse | Exception]:
+def drain(items: queue.Queue) -> Iterator[str | Decided | Revised | ChatResponse | Exception]:
     """The queue's items until the end marker."""
     while (item := items.get()) is not None:
         yield item
 
 
 async def stream_async(service: TandemService, request: ChatRequest,
-                       cancel: threading.Event) -> AsyncIterator[str | Decided | ChatResponse | Exception]:
+                       cancel: threading.Event) -> AsyncIterator[str | Decided | Revised | ChatResponse | Exception]:
     """The same stream for an async front end. Closing this iterator (a disconnect) cancels the turn."""
     loop = asyncio.get_running_loop()
     handoff: asyncio.Queue = asyncio.Queue()

@@ -25,7 +25,7 @@ import gradio as gr
 from app import media
 from app.serving import drain
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 
 BRAND = "Northwind Goods support"
 PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
@@ -204,6 +204,10 @@ class ChatHandlers:
                 final = item
             elif isinstance(item, Decided):
                 continue
+            elif isinstance(item, Revised):  # a verified rewrite, or what replaces a failed LLM answer
+                answer = item.text
+                history[reply_at] = {"role": "assistant", "content": preamble + answer}
+                yield history, gr.skip(), session_id, request_ids, {}
             elif isinstance(item, Exception):
                 answer += "\n\nSorry, something went wrong on our side. Please try again or talk to a human."
             else:

@@ -26,12 +26,15 @@ from chains.guard import check_input
 from chains.llm.base import LLM, LLMResult, LLMUnavailable
 from chains.routers.base import RouteContext, Router
 from chains.rules import TOOLS, RuleBook
-from chains.schema import Decided
+from chains.schema import Decided, Revised
 from chains.turn import Turn, timed
+from chains.verify import Defect, defects, rewrite_verdict
 from knowledge.base import KnowledgeBase
 from storage.db import Database
 
 CACHEABLE_ROUTES = ("small", "llm")
+# Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty")
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
@@ -65,7 +68,7 @@ class RouterChain:
             lambda turn: self.settled_tier if turn.done else unsettled, name="settled_or_route")
 
     # --- the one serving path -----------------------------------------------------------------------
-    def stream(self, turn: Turn) -> Iterator[str | Decided | Turn]:
+    def stream(self, turn: Turn) -> Iterator[str | Decided | Revised | Turn]:
         """The decision (once the route is known), text pieces as they are produced, then the finished Turn."""
         yield from self.chain.stream(turn)
 
@@ -230,7 +233,7 @@ class RouterChain:
         return self.small_tier if turn.plan == "small" else self.llm_tier
 
     @staticmethod
-    def _settled(turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+    def _settled(turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         """Guard, cache and tool answers: already complete; say them at once."""
         for turn in turns:
             yield turn.decided()
@@ -238,7 +241,7 @@ class RouterChain:
                 yield turn.answer
             yield turn
 
-    def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
+    def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         for turn in turns:
             yield turn.decided()
             draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
@@ -254,14 +257,18 @@ class RouterChain:
             yield turn
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
-        draft = turn.draft.text if turn.plan == "rewrite" and turn.draft else None
+        draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
         return tiers.llm_messages(turn.text, turn.hits, turn.history, draft)
 
-    def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Turn]:
-        """Generate, then check: the LLM's text goes out through the answer check (chains/check.py)."""
+    def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
+        """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
+        verified against its draft (chains/verify.py) while the customer already reads the draft."""
         for turn in turns:
             yield turn.decided()
-            yield from self._checked(turn, self._generate(turn))
+            if turn.plan == "rewrite":
+                yield from self._rewritten(turn)
+            else:
+                yield from self._checked(turn, self._generate(turn))
 
     def _generate(self, turn: Turn) -> Iterator[str | LLMResult]:
         assert self.llm is not None  # the load gate sends no turn here without an LLM
@@ -271,8 +278,55 @@ class RouterChain:
                                        max_tokens=request.max_tokens, temperature=request.temperature,
                                        user_id=request.user_id)
 
-    def _checked(self, turn: Turn, generated: Iterator[str | LLMResult]) -> Iterator[str | Turn]:
-        """Pass the answer on through the check; apply the operator's policy to what it finds."""
+    def _rewritten(self, turn: Turn) -> Iterator[str | Revised | Turn]:
+        """The draft at once; the rewrite replaces it only if it keeps every key fact of the draft, contradicts
+        none, has no customer-visible defect and adds more than words. Otherwise the draft stands."""
+        draft = self._draft(turn)
+        yield draft.text
+        result: LLMResult | None = None
+        try:
+            for item in self._generate(turn):
+                if isinstance(item, LLMResult):
+                    result = item
+        except LLMUnavailable as exc:
+            yield self._draft_stands(turn, exc.reason)
+            return
+        if result is None:
+            yield self._draft_stands(turn, "LLM stream ended without a result")
+            return
+        self.finish_llm(turn, result)
+        rewrite = result.text.strip()
+        if result.cancelled:
+            turn.answer, turn.served = draft.text, "draft"  # what the customer saw before pressing Stop
+            yield turn
+            return
+        with timed(turn, "verify"):
+            verdict = rewrite_verdict(draft.body, rewrite, message=turn.text, finish_reason=result.finish_reason,
+                                      sources=[draft.body, turn.text])
+        if verdict.accepted:
+            turn.answer, turn.served = rewrite + draft.text[len(draft.body):], "rewrite"  # keeps the citations
+            turn.note("verify", "rewrite accepted")
+            yield Revised(text=turn.answer)
+        else:
+            turn.answer, turn.served, turn.rejected_text = draft.text, "draft", rewrite
+            turn.findings.append({"kind": "rewrite_rejected", "value": verdict.reason.split(":")[0], "action": "draft",
+                                  "detail": verdict.reason})
+            turn.reasons.append(f"rewrite rejected ({verdict.reason}): the knowledge-base draft is served")
+            turn.note("verify", "rewrite rejected", reason=verdict.reason)  # the text itself: operators only
+        yield turn
+
+    def _draft_stands(self, turn: Turn, reason: str) -> Turn:
+        """The LLM failed while the customer was reading the draft: the draft is the answer."""
+        turn.fallback, turn.error = True, reason
+        draft = self._draft(turn)
+        turn.sources = draft.sources
+        turn.note("tier", "fallback to small", reason=reason)
+        return turn.finish("small", draft.text, f"fallback: {reason}")
+
+    def _checked(self, turn: Turn, generated: Iterator[str | LLMResult]) -> Iterator[str | Revised | Turn]:
+        """Pass the answer on through the check; apply the operator's policy to what it finds. An answer the check
+        escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
+        of the broken text."""
         check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
                             turn.text, turn.thresholds.check_actions, tiers.SYSTEM_PROMPT)
         stream = StreamChecker(check)
@@ -308,30 +362,44 @@ class RouterChain:
         verdict = check.finish(stream.raw_text if cancelled_by_check else result.text,
                                "stop" if cancelled_by_check else result.finish_reason)
         findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
+        self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
+        kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
+        broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings)
         check_ms += (time.perf_counter() - started) * 1000
         turn.latency_ms["check"] = round(check_ms, 3)
-        if rest:
+        if rest and not broken:
             yield rest
-        self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
-        turn.findings = [f.as_dict() for f in findings]
-        escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff
+        turn.findings = [f.as_dict() for f in findings] + [
+            {"kind": d.kind, "value": d.detail[:120], "action": "draft", "detail": "customer-visible defect"}
+            for d in broken if d.kind not in {f.kind for f in findings}]
+        escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff or bool(broken)
         if escalate:
-            handoff = verdict.handoff or any(f.action == "handoff" for f in findings)
-            said = tiers.notices(turn.text)
-            replacement = said.handoff if handoff else f"{said.unconfirmed}\n\n{self._draft(turn).text}"
-            shown = stream.shown_text if stream.shown_text.strip() else ""
-            turn.answer = f"{shown}\n\n{replacement}" if shown else replacement  # exactly what was on screen
-            turn.handoff = handoff
-            turn.sources = self._draft(turn).sources
-            yield ("\n\n" if shown else "") + replacement
+            turn.handoff = verdict.handoff or any(f.action == "handoff" for f in findings)
+            turn.rejected_text = result.text.strip()
+            turn.answer, turn.served, turn.sources = self._instead(turn)
+            yield Revised(text=turn.answer)
         elif turn.cancelled:
             turn.answer = stream.shown_text.strip()  # what the customer saw before pressing Stop
         elif findings:
-            turn.answer = _cleaned(stream.shown_text, verdict.text, findings)
-        decision = (f"{len(findings)} finding(s): " + ", ".join(f"{f.kind}->{f.action}" for f in findings)
-                    if findings else "no unsupported claim")
+            turn.answer = kept
+        decision = (f"{len(turn.findings)} finding(s): " + ", ".join(f"{f['kind']}->{f['action']}"
+                                                                     for f in turn.findings)
+                    if turn.findings else "no unsupported claim")
         turn.note("check", decision, findings=turn.findings, escalated=escalate)
         yield turn
+
+    def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
+        """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge
+        base's draft with a one-line caveat when it fits the message, else an offer to hand over to a person."""
+        said = tiers.notices(turn.text)
+        if turn.handoff:
+            return said.handoff, "handoff", []
+        draft = self._draft(turn)
+        fits = bool(turn.hits) and (turn.scores.get("p_llm", 1.0) < turn.thresholds.route_threshold
+                                    or turn.scores.get("draft_quality", 0.0) >= turn.thresholds.rewrite_threshold)
+        if fits:
+            return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
+        return said.no_answer, "human_offer", []
 
     def _draft(self, turn: Turn) -> tiers.Draft:
         return turn.draft or tiers.draft_answer(turn.text, turn.hits)
@@ -361,7 +429,7 @@ class RouterChain:
         return turn.finish("small", f"{tiers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
     # --- after the answer ---------------------------------------------------------------------------
-    def _remember(self, items: Iterator[str | Decided | Turn]) -> Iterator[str | Decided | Turn]:
+    def _remember(self, items: Iterator[str | Decided | Revised | Turn]) -> Iterator[str | Decided | Revised | Turn]:
         """Store a complete, ordinary answer in the cache (the chain owns lookup and store alike)."""
         for item in items:
             if isinstance(item, Turn) and self.cache is not None and item.vector is not None and self._cacheable(item):
@@ -375,6 +443,14 @@ class RouterChain:
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer))
+
+
+def _broken(text: str, message: str, findings: list) -> list[Defect]:
+    """Why a checked LLM answer is not fit to show: a cut-off or repeating generation (the check can trim it, but
+    what is left is not an answer), or a customer-visible defect of the text that is left."""
+    trimmed = [Defect("cut_off" if f.kind == "truncated" else f.kind, f.value) for f in findings
+               if f.kind in ("truncated", "repeated")]
+    return trimmed + [d for d in defects(text, message=message) if d.kind in BROKEN_KINDS]
 
 
 def _cleaned(shown: str, whole: str, findings: list) -> str:

@@ -54,6 +54,17 @@ class Decided(BaseModel):
     request_id: str
     route: Route
     degraded: bool = False
+    # The text that follows is the knowledge-base draft, shown at once while an LLM rewrite of it is written and
+    # verified; a :class:`Revised` may replace it. A front end that cannot take text back (an OpenAI stream)
+    # waits for the final answer instead.
+    revisable: bool = False
+
+
+class Revised(BaseModel):
+    """Replaces everything streamed so far: a verified rewrite of the draft, or what the chain serves in place of
+    an LLM answer that failed its checks."""
+
+    text: str
 
 
 class Source(BaseModel):

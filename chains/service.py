@@ -27,7 +27,7 @@ from chains import metrics
 from chains.policy import FixedPolicy, LivePolicy
 from chains.ratelimit import RateLimiter
 from chains.router_chain import RouterChain
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.turn import Turn
 from core.pii import mask
 from core.policy import Thresholds
@@ -74,7 +74,7 @@ class TandemService:
         return response
 
     def stream(self, request: ChatRequest,
-               cancel: threading.Event | None = None) -> Iterator[str | Decided | ChatResponse]:
+               cancel: threading.Event | None = None) -> Iterator[str | Decided | Revised | ChatResponse]:
         """The route once decided, text pieces as they are produced, then the final ChatResponse (already logged).
 
         ``cancel`` (optional) stops an LLM answer midway (the Stop button). A consumer that closes this
@@ -169,7 +169,7 @@ class TandemService:
             channel=request.channel, modality=request.modality, text=scrub(said)[:20000],
             answer=scrub(response.answer)[:20000], route=response.route, degraded=turn.degraded,
             fallback=turn.fallback, cache_hit=turn.cache_hit, cancelled=turn.cancelled, findings=turn.findings,
-            scores=turn.scores,
+            served=turn.served, rejected_text=scrub(turn.rejected_text)[:20000], scores=turn.scores,
             reasons=turn.reasons, trace=_scrub_trace(turn.trace, scrub), latency_ms=response.latency_ms,
             total_ms=response.latency_ms.get("total", 0.0), sources=turn.sources, model=turn.model,
             prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,

@@ -80,9 +80,10 @@ SOURCES_LABEL = {"en": "Sources: ", "zh": "来源："}
 
 @dataclass(frozen=True)
 class Draft:
-    text: str
+    text: str                   # what the customer reads: the answer and its "Sources:" line
     sources: list[dict[str, Any]]
     coverage: float
+    body: str = ""              # the answer alone, without citations: what a rewrite must keep
 
 
 def fill_template(answer: str, query: str) -> str:
@@ -111,7 +112,7 @@ def coverage(query: str, hit_text: str) -> float:
 
 def draft_answer(query: str, hits: Sequence[Any]) -> Draft:
     if not hits:
-        return Draft(notices(query).no_answer, [], 0.0)
+        return Draft(notices(query).no_answer, [], 0.0, notices(query).no_answer)
     top = hits[0]
     text = fill_template(strip_planted_instructions(top.answer), query)
     sources = [{"answer_id": top.answer_id, "title": top.title or top.answer_id, "score": round(top.score, 4)}]
@@ -123,7 +124,7 @@ def draft_answer(query: str, hits: Sequence[Any]) -> Draft:
     citations = " ".join(f"[{i + 1}] {s['title']}" for i, s in enumerate(sources))
     cover = coverage(query, f"{top.matched_text} {top.answer} {top.title}")
     label = SOURCES_LABEL[language_of(text)]
-    return Draft(f"{text}\n\n{label}{citations}", sources, cover)
+    return Draft(f"{text}\n\n{label}{citations}", sources, cover, text)
 
 
 def draft_quality(kb_top: float, kb_margin: float, p_llm: float, cover: float) -> float:
@@ -139,13 +140,26 @@ def context_block(hits: Sequence[Any], limit: int = 3) -> str:
 
 def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
                  draft: str | None = None) -> list[dict[str, str]]:
-    """Messages for the LLM: rewrite the draft when there is one, else answer from the context."""
+    """Messages for the LLM: rewrite the draft when there is one, else answer from the context.
+
+    The customer's message is the user turn, as they wrote it, and the help-center text comes in a system turn of
+    its own just before it: a small model that sees labels, fences and a draft inside the user turn echoes them
+    back ("Draft answer: ...", "<<<", "The customer message is ..."). A rewrite sees only its draft, not the
+    runners-up, so it has nothing to mix in. The stable parts come first (system prompt, then the conversation),
+    the per-turn context last, so each turn's prompt extends the previous one's prefix."""
+    language = REPLY_LANGUAGE[language_of(query)]
+    if draft:
+        context = (f"The help center answers this question as follows:\n{strip_planted_instructions(draft)}\n\n"
+                   "Reply to the customer's next message with this answer, adapted to what they asked. Keep every "
+                   "link, amount, duration, menu path and option name exactly as written, add no other facts, and "
+                   "speak to the customer directly.")
+    else:
+        context = (f"Help-center entries that may be relevant:\n{context_block(hits)}\n\n"
+                   "Reply to the customer's next message using only these entries. If they do not answer it, say so in "
+                   "one sentence and offer to pass the question to a human colleague.")
+    # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
-    task = (f"Help-center context:\n{context_block(hits)}\n\n"
-            + (f"Draft answer to improve (keep its facts):\n{draft}\n\n" if draft else "")
-            + f"Customer message:\n<<<\n{query}\n>>>\n\n"
-            # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
-            + f"Reply in {REPLY_LANGUAGE[language_of(query)]}.")
-    messages.append({"role": "user", "content": task})
+    messages.append({"role": "system", "content": f"{context} Reply in {language}, in at most three sentences."})
+    messages.append({"role": "user", "content": query})
     return messages

@@ -49,6 +49,9 @@ class Turn:
     cancelled: bool = False
     handoff: bool = False                # the answer check handed the conversation to a human
     findings: list[dict[str, str]] = field(default_factory=list)  # what the answer check found, and did
+    # What the customer finally reads: draft | rewrite | llm | draft_with_caveat | human_offer | cache | tool | guard
+    served: str = ""
+    rejected_text: str = ""              # an LLM text that failed verification, kept for the operator only
     kb_version: str = ""
     routing_version: str = ""  # router fingerprint and rules version: what decided the cached answers
     space: str = ""                      # the KB vector space of the message ("" primary, "zh" ...)
@@ -72,7 +75,8 @@ class Turn:
 
     def decided(self) -> Decided:
         route = self.route if self.done else ("small" if self.plan == "small" else "llm")
-        return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded)
+        return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded,
+                       revisable=not self.done and self.plan == "rewrite")
 
     def note(self, stage: str, decision: str, **detail: Any) -> None:
         self.trace.append({"stage": stage, "decision": decision, "detail": detail,
@@ -80,6 +84,7 @@ class Turn:
 
     def finish(self, route: str, answer: str, reason: str) -> Turn:
         self.route, self.answer, self.done = route, answer, True
+        self.served = self.served or {"small": "draft"}.get(route, route)
         self.reasons.append(reason)
         return self
 

@@ -41,6 +41,10 @@ class RequestLog(SQLModel, table=True):
     cancelled: bool = Field(default=False, description="the customer stopped it or the client went away mid-answer")
     findings: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON),
                                            description="what the answer check found in an LLM answer, and did")
+    served: str = Field(default="", description="what the customer read: draft | rewrite | llm | draft_with_caveat | "
+                                                "human_offer | handoff | cache | tool | guard")
+    rejected_text: str = Field(default="", sa_column=Column(Text),
+                               description="an LLM text that failed verification and was not shown (operators only)")
     scores: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     trace: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON))

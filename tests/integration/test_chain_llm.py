@@ -9,7 +9,7 @@ import pytest
 from sqlmodel import select
 
 from chains import tiers
-from chains.schema import ChatRequest, ChatResponse, Decided
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from storage.tables import RequestLog
 from tests.conftest import make_runtime
 from tests.vllm_load import LONG_STORY, engine_metrics, saturated, wait_for
@@ -47,9 +47,11 @@ def test_an_llm_answer_streams_in_several_pieces_and_logs_the_engines_tokens(run
     streamed = "".join(pieces).strip()
     logged = row(runtime, final.request_id)
     assert len(pieces) > 1
-    if streamed != final.answer:  # the check may trim what SmolLM2 ends with (cut off, repeated): then it says so
-        assert streamed.startswith(final.answer.split("\n")[0]) and logged.findings, (streamed, final.answer)
-        assert {"truncated", "repeated"} & {f["kind"] for f in logged.findings}, logged.findings
+    revised = [i for i in items if isinstance(i, Revised)]
+    if revised:  # the text failed a check (cut off, repeated, a refusal ...): replaced whole, and the log says why
+        assert final.answer == revised[-1].text and logged.findings and logged.served != "llm", logged.findings
+    else:  # served as streamed, or with an unsupported claim removed, which the log then names
+        assert streamed == final.answer or logged.findings, (streamed, final.answer)
     assert logged.completion_tokens > 0 and logged.model == "smollm2" and logged.latency_ms["generate"] > 0
 
 
@@ -71,6 +73,13 @@ def test_a_weak_draft_is_rewritten_by_the_llm_with_both_thresholds_at_their_defa
     stages = [step["stage"] for step in response.trace]
     assert "rewrite" in stages and "tier: llm rewrite of the draft" in response.reasons
     assert response.sources and response.sources[0].answer_id == "damaged_item"  # the draft's citation kept
+    logged = row(runtime, response.request_id)
+    rejected = [f for f in logged.findings if f["kind"] == "rewrite_rejected"]
+    if rejected:  # the verification kept the draft, and the operator can read what was rejected and why
+        assert logged.served == "draft" and logged.rejected_text and rejected[0]["detail"]
+        assert response.answer.startswith("Sorry") or "Report a problem" in response.answer
+    else:
+        assert logged.served == "rewrite" and not logged.rejected_text
 
 
 def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_llm(runtime, llm_server):

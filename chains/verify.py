@@ -1,0 +1,193 @@
+"""Is an answer one a customer can rely on? Key facts, customer-visible defects, and the rewrite verdict.
+
+The answer check (chains/check.py) asks whether each claim is *supported*. This module asks whether the whole
+answer is *good*: does it keep the right answer's key facts (its links, amounts, durations, menu paths such as
+``Account > Orders > Edit order`` and named options), does it contradict any of them, and is it free of what a
+customer must never read (an echo of the prompt or its labels, narration about "the customer", a refusal of an
+answerable question, a repeated phrase, a cut-off, the wrong language, an unsupported claim)?
+
+The same functions serve twice: at run time the chain verifies every LLM rewrite against its draft before the
+customer sees it (:func:`rewrite_verdict`), and ``make eval`` scores every final answer with them
+(offline/answer_eval.py), so what is measured is what is enforced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from chains.check import AnswerCheck, _dedupe, _other_language, claims
+
+# Menu paths: "Account > Orders > Edit order", "我的账户 > 订单 > 编辑订单". A segment is a capitalised word with at
+# most three lower-case words after it, stopping before a word that starts a clause ("... Edit order as long as").
+_CLAUSE_WORDS = r"as|and|while|within|to|if|or|the|on|in|for|with|at|so|then|you|we|it|is|are|under|from|by|when"
+_EN_SEGMENT = rf"[A-Z][\w&'-]*(?:\s(?!(?:{_CLAUSE_WORDS})\b)[a-z][\w'-]*){{0,3}}"
+_ZH_SEGMENT = r"[\u3400-\u9fff]+"
+_PATH = re.compile(rf"(?:{_EN_SEGMENT}|{_ZH_SEGMENT})(?:\s*>\s*(?:{_EN_SEGMENT}|{_ZH_SEGMENT}))+")
+# Named options: a short quoted label ("processing", “处理中”) or a brand/feature name inside a sentence
+# (PayPal, Apple Pay, Click & Collect, Klarna). A capitalised word that starts a sentence is not a name.
+_QUOTED = re.compile(r"[\"“「]([^\"”」\n]{2,40})[\"”」]")
+_NAME = re.compile(r"(?<=[a-z,;:] )(?:[A-Z][a-z]*[A-Z][\w]*|[A-Z][a-z]+(?: (?:&|[A-Z][a-z]+))+|[A-Z]{2,}[a-z]*"
+                   r"|[A-Z][a-z]{2,})\b")
+_NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK", "PDF", "ZIP", "Northwind", "Sources",
+                        "Account", "Orders"})
+
+# What must never reach a customer. The context labels and the fence are ours (chains/tiers.py writes them).
+_ECHO = re.compile(r"help-?center (?:context|answer|entr(?:y|ies))|answers this question as follows|draft answer|"
+                   r"customer(?:'s)? (?:next )?message|<<<|>>>|reply in (?:english|simplified chinese)|"
+                   r"^\s*\[\d+\][^\n:]{2,80}:|帮助中心(?:内容|上下文)|客户消息", re.IGNORECASE | re.MULTILINE)
+_NARRATION = re.compile(r"\bthe (?:customer|user)(?:'s)?\b|\bthe message (?:is|asks)\b|(?:该|这位)(?:客户|用户)",
+                        re.IGNORECASE)
+_REFUSAL = re.compile(r"\b(?:I'?m|I am) (?:unable|not able) to (?:assist|help|provide|answer)|\bI (?:can(?:'|no)?t|"
+                      r"cannot|won'?t) (?:assist|help|provide|answer)|\bas an AI\b|sorry for your loss|"
+                      r"无法(?:为您)?(?:提供|协助|帮助|回答)|我不能(?:提供|帮助|回答)", re.IGNORECASE)
+# Cut off: the text stops on a word that cannot end a sentence ("... and", "Customers:", "the").
+_CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|our))\s*$", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
+
+DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "empty",
+                "contradiction")
+
+
+@dataclass(frozen=True)
+class Fact:
+    kind: str
+    key: tuple
+    text: str
+
+
+@dataclass
+class FactReport:
+    recall: float | None                   # None: the reference states no key fact
+    missing: list[Fact] = field(default_factory=list)
+    contradictions: list[Fact] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Defect:
+    kind: str
+    detail: str = ""
+
+
+def _path_key(text: str) -> tuple:
+    return tuple(re.sub(r"\s+", " ", part).strip().lower() for part in text.split(">"))
+
+
+def key_facts(text: str) -> list[Fact]:
+    """The facts an answer must not lose or change: checkable claims, menu paths and named options."""
+    facts = [Fact(c.kind, c.key, c.text) for c in claims(text) if c.kind != "order"]
+    facts += [Fact("path", _path_key(m.group(0)), m.group(0)) for m in _PATH.finditer(text)]
+    named = {m.group(1).strip() for m in _QUOTED.finditer(text)}
+    named |= {m.group(0) for m in _NAME.finditer(text) if m.group(0) not in _NOT_NAMES}
+    facts += [Fact("option", (name.lower(),), name) for name in sorted(named)]
+    unique: dict[tuple, Fact] = {}
+    for fact in facts:
+        unique.setdefault((fact.kind, fact.key), fact)
+    return list(unique.values())
+
+
+def _has(answer_facts: list[Fact], answer_text: str, fact: Fact) -> bool:
+    if fact.kind == "path":  # the same menu path, or the answer names its last, most specific step
+        paths = [f.key for f in answer_facts if f.kind == "path"]
+        return fact.key in paths or any(p[-len(fact.key):] == fact.key for p in paths if len(p) >= len(fact.key))
+    if fact.kind == "option":
+        return fact.key[0] in answer_text.lower()
+    if fact.kind == "duration":
+        spans = {pair for f in answer_facts if f.kind == "duration" for pair in f.key}
+        return all(pair in spans for pair in fact.key)
+    if fact.kind in ("amount", "percent"):
+        return fact.key[0] in {f.key[0] for f in answer_facts if f.kind in ("amount", "percent")}
+    if fact.kind == "url":
+        return any(f.kind == "url" and (f.key == fact.key or f.key[0].startswith(fact.key[0])) for f in answer_facts) \
+            or fact.key[0] in answer_text.lower()
+    return any(f.kind == fact.kind and f.key == fact.key for f in answer_facts)
+
+
+_CONTRADICTABLE = ("path", "amount", "percent", "duration", "url", "email", "phone")
+
+
+def fact_report(reference: str, answer: str) -> FactReport:
+    """How much of ``reference``'s key facts ``answer`` keeps, and which of its facts differ from the reference's.
+
+    A contradiction is a path, amount, duration, link or contact in the answer where the reference states one of
+    the same kind and none matches (the draft said *Edit order*, the rewrite *Cancel order*)."""
+    wanted, have = key_facts(reference), key_facts(answer)
+    missing = [f for f in wanted if not _has(have, answer, f)]
+    kinds = {f.kind for f in wanted}
+    contradictions = [f for f in have if f.kind in _CONTRADICTABLE and f.kind in kinds
+                      and not _has(wanted, reference, f) and not _within(f, wanted)]
+    recall = None if not wanted else round(1 - len(missing) / len(wanted), 4)
+    return FactReport(recall, missing, contradictions)
+
+
+def _within(fact: Fact, reference: list[Fact]) -> bool:
+    """A shorter path on the way to one of the reference's ("Account > Orders" of "Account > Orders > Edit order")."""
+    return fact.kind == "path" and any(f.kind == "path" and f.key[:len(fact.key)] == fact.key for f in reference)
+
+
+def defects(answer: str, *, message: str, finish_reason: str = "stop", answerable: bool = True,
+            sources: Sequence[str] = ()) -> list[Defect]:
+    """Everything in ``answer`` that a customer must not read. ``sources`` (when given) are what it may draw on:
+    a claim none of them supports is a defect."""
+    text = answer.strip()
+    if not text:
+        return [Defect("empty")]
+    found: list[Defect] = []
+    for kind, pattern in (("echo", _ECHO), ("narration", _NARRATION)):
+        if match := pattern.search(text):
+            found.append(Defect(kind, match.group(0).strip()))
+    if answerable and (match := _REFUSAL.search(text)):
+        found.append(Defect("refusal", match.group(0)))
+    if repeats := _dedupe(text)[1]:
+        found.append(Defect("repeated", repeats[0][:80]))
+    if finish_reason == "length" or _CUT_OFF.search(_without_citations(text)):
+        found.append(Defect("cut_off", text[-40:]))
+    if message.strip() and (written_in := _other_language(text, message)):
+        found.append(Defect("language", written_in))
+    if sources:
+        found += [Defect("unsupported", c.text) for c in AnswerCheck(sources, message).unsupported(text)]
+    return found
+
+
+def _without_citations(text: str) -> str:
+    """The text before its "Sources: [1] ..." line (a citation list ends without a full stop)."""
+    return re.split(r"\n\s*(?:Sources: |来源：)", text)[0]
+
+
+@dataclass(frozen=True)
+class RewriteVerdict:
+    accepted: bool
+    reason: str = ""          # why a rewrite was rejected: the first problem found
+
+
+def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: str = "stop",
+                    sources: Sequence[str] = ()) -> RewriteVerdict:
+    """Serve the rewrite only when it is at least as good as the draft: it keeps every key fact of the draft,
+    contradicts none, has no defect, and adds more than words (it is shorter, or answers more of the message)."""
+    found = defects(rewrite, message=message, finish_reason=finish_reason, sources=sources)
+    if found:
+        return RewriteVerdict(False, f"{found[0].kind}: {found[0].detail}"[:160])
+    report = fact_report(draft, rewrite)
+    if report.contradictions:
+        fact = report.contradictions[0]
+        return RewriteVerdict(False, f"contradiction: {fact.kind} '{fact.text}' differs from the draft")
+    if report.missing:
+        fact = report.missing[0]
+        return RewriteVerdict(False, f"dropped: {fact.kind} '{fact.text}' of the draft")
+    if not _adds_something(draft, rewrite, message):
+        return RewriteVerdict(False, "adds nothing but words")
+    return RewriteVerdict(True)
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def _adds_something(draft: str, rewrite: str, message: str) -> bool:
+    """A rewrite earns its place by being clearly shorter than the draft, or by answering words of the message
+    the draft does not."""
+    if len(rewrite) <= 0.8 * len(draft):
+        return True
+    asked = _words(message)
+    return len(asked & _words(rewrite)) > len(asked & _words(draft))

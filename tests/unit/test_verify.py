@@ -1,0 +1,77 @@
+"""chains/verify.py: the key facts of an answer, the defects a customer must never read, and the rewrite verdict,
+on the failures a new user saw (issue: answers a customer can rely on) and on a right rewrite."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from chains.verify import defects, fact_report, key_facts, rewrite_verdict
+from tests.conftest import REPO
+
+ANSWERS = {row["answer_id"]: row["answer"]
+           for row in csv.DictReader((REPO / "knowledge" / "demo" / "answers.csv").open(encoding="utf-8"))}
+CHANGE = ANSWERS["change_order"]
+SWAP = "can i swap the size on my order"
+
+
+def test_key_facts_are_the_links_amounts_durations_menu_paths_and_named_options():
+    facts = {(f.kind, f.text) for f in key_facts(ANSWERS["express_shipping"] + " " + CHANGE)}
+    assert {("amount", "$9.90"), ("duration", "1-2 business days"), ("option", "UPS"), ("option", "Click & Collect"),
+            ("path", "Account > Orders > Edit order"), ("duration", "30 days"), ("option", "processing")} <= facts
+    assert ("url", "northwind.example/returns") in {(f.kind, f.text) for f in key_facts(ANSWERS["start_return"])}
+
+
+def test_a_changed_menu_path_is_a_contradiction_and_a_lost_one_is_missing():
+    report = fact_report(CHANGE, "Go to Account > Orders > Cancel order while it is processing, within 30 days.")
+    assert [f.text for f in report.contradictions] == ["Account > Orders > Cancel order"]
+    assert "Account > Orders > Edit order" in {f.text for f in report.missing} and report.recall is not None
+    assert report.recall < 1
+
+
+def test_a_shorter_path_on_the_way_is_no_contradiction_and_a_full_one_is_recalled():
+    assert not fact_report(CHANGE, "Open Account > Orders and pick the order.").contradictions
+    assert fact_report(CHANGE, CHANGE).recall == 1.0
+    assert fact_report("Thanks for asking!", "Anything else?").recall is None  # nothing to keep
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("[1] Can I change my order? [2] Can I exchange an item? Draft answer: You can change items. Customers:", "echo"),
+    ("<<< What is the fastest way to reach a real person at Northwind?", "echo"),
+    ("The customer message is a request to start a return.", "narration"),
+    ("I'm unable to assist with your request.", "refusal"),
+    ("I'm sorry for your loss, but I'm unable to provide a gift card.", "refusal"),
+    ("Returns are free. Returns are free.\nReturns are free.", "repeated"),
+    ("You can return it within 30 days and", "cut_off"),
+    ("您可以在30天内退货。", "language"),
+    ("", "empty"),
+])
+def test_each_customer_visible_defect_is_found(text, kind):
+    assert kind in {d.kind for d in defects(text, message="how do I return my kettle")}
+
+
+def test_a_refusal_is_a_defect_only_for_an_answerable_message_and_a_claim_needs_a_source():
+    assert not defects("I can't help with the weather, sorry.", message="weather tomorrow?", answerable=False)
+    found = defects("Call 555-0199 today.", message="how do I return", sources=[CHANGE])
+    assert [d.kind for d in found] == ["unsupported"]
+    assert not defects("Returns are accepted within 30 days.", message="how do I return", sources=[CHANGE])
+
+
+def test_the_rewrites_a_new_user_saw_are_rejected_with_their_reason():
+    echoed = ("[1] Can I change my order? Draft answer: You can change items under Account > Orders > Cancel order "
+              "released within 30 days. Customers:")
+    assert rewrite_verdict(CHANGE, echoed, message=SWAP).reason.startswith("echo")
+    wrong_path = ("Sure, go to Account > Orders > Cancel order while it is \"processing\"; returns are possible "
+                  "within 30 days.")
+    assert rewrite_verdict(CHANGE, wrong_path, message=SWAP).reason.startswith("contradiction")
+    lost = "You can edit the order while it is processing."
+    assert rewrite_verdict(CHANGE, lost, message=SWAP).reason.startswith("dropped")
+
+
+def test_a_rewrite_that_only_adds_words_is_rejected_and_a_right_focused_one_is_accepted():
+    wordy = CHANGE + " We hope this helps and wish you a lovely day with your new things."
+    assert rewrite_verdict(CHANGE, wordy, message="edit order?").reason == "adds nothing but words"
+    right = ("Yes: while the order is still \"processing\", go to Account > Orders > Edit order to swap the size. "
+             "Once it has shipped, you can return it within 30 days.")
+    assert rewrite_verdict(CHANGE, right, message=SWAP).accepted
