@@ -111,3 +111,20 @@ def check_summary(frame: pd.DataFrame) -> tuple[dict[str, int], pd.DataFrame]:
     table = (pd.DataFrame(rows, columns=["kind", "action"]).value_counts().rename("findings").reset_index()
              if rows else pd.DataFrame(columns=["kind", "action", "findings"]))
     return {"checked": int(len(checked)), "changed": int(sum(bool(f) for f in checked["findings"]))}, table
+
+
+def rewrite_rejections(frame: pd.DataFrame) -> tuple[dict[str, int], pd.DataFrame]:
+    """How many LLM rewrites were verified, how many were rejected (the draft served instead), and the rejections by
+    reason (the part of the reason before its colon: echo, dropped, contradiction, adds nothing but words ...)."""
+    empty = pd.DataFrame(columns=["reason", "rejections", "share of rewrites"])
+    if frame.empty or "rewritten" not in frame:
+        return {"rewrites": 0, "rejected": 0}, empty
+    rewrites = frame[frame["rewritten"]]
+    reasons = [f.get("value") or "unknown" for findings in rewrites["findings"] for f in findings
+               if isinstance(f, dict) and f.get("kind") == "rewrite_rejected"]
+    counts = {"rewrites": int(len(rewrites)), "rejected": len(reasons)}
+    if not reasons:
+        return counts, empty
+    table = pd.Series(reasons).value_counts().rename_axis("reason").rename("rejections").reset_index()
+    table["share of rewrites"] = (table["rejections"] / max(1, counts["rewrites"])).round(3)
+    return counts, table

@@ -41,7 +41,9 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "text": row.get("text") or "", "answer": row.get("answer") or "", "route": row.get("route") or "",
             "degraded": bool(row.get("degraded")), "fallback": bool(row.get("fallback")),
             "cache_hit": bool(row.get("cache_hit")), "cancelled": bool(row.get("cancelled")), "total_ms": total,
-            "findings": row.get("findings") or [],
+            "findings": row.get("findings") or [], "served": row.get("served") or "",
+            "rejected_text": row.get("rejected_text") or "",
+            "rewritten": any(isinstance(s, dict) and s.get("stage") == "rewrite" for s in row.get("trace") or []),
             "checked": any(isinstance(s, dict) and s.get("stage") == "check" for s in row.get("trace") or []),
             "model": row.get("model") or "", "prompt_tokens": int(row.get("prompt_tokens") or 0),
             "completion_tokens": int(row.get("completion_tokens") or 0), "error": row.get("error") or "",
@@ -62,7 +64,8 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 _COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "degraded",
-            "fallback", "cache_hit", "cancelled", "findings", "checked", "total_ms", "model", "prompt_tokens",
+            "fallback", "cache_hit", "cancelled", "findings", "served", "rejected_text", "rewritten", "checked", "total_ms",
+            "model", "prompt_tokens",
             "completion_tokens", "error",
             "kb_version", "settings_version", "scores", "reasons", "trace", "sources", "latency",
             *SCORE_KEYS, *(f"ms_{s}" for s in STAGES), "sched_ms"]

@@ -98,6 +98,16 @@ checks[2].metric("Share changed", ui.format_pct(summary["changed"] / summary["ch
 if not by_kind.empty:
     st.dataframe(by_kind, hide_index=True)
 
+st.subheader("Rewrite verification")
+verified, by_reason = stats.rewrite_rejections(frame)
+rewrites = st.columns(3)
+rewrites[0].metric("LLM rewrites", f"{verified['rewrites']:,}")
+rewrites[1].metric("Rejected (draft served)", f"{verified['rejected']:,}")
+rewrites[2].metric("Rejection rate", ui.format_pct(verified["rejected"] / verified["rewrites"]
+                                                   if verified["rewrites"] else math.nan))
+if not by_reason.empty:
+    st.dataframe(by_reason, hide_index=True)
+
 st.subheader("LLM load and breaker")
 health = data.app_health(settings.host, settings.app_port)
 llm = (health or {}).get("llm") if isinstance((health or {}).get("llm"), dict) else None

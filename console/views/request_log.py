@@ -62,9 +62,14 @@ if not shown.empty:
         st.caption("No trace was logged for this request.")
     if row["reasons"]:
         st.markdown("**Reasons**: " + "; ".join(map(str, row["reasons"])))
+    if row["served"]:
+        st.markdown(f"**Served**: {row['served']}")
     if row["findings"]:
         st.markdown("**Answer check**")
         st.dataframe(pd.DataFrame(row["findings"]), hide_index=True)
+    if row["rejected_text"]:
+        st.markdown("**Rejected LLM text** (never shown to the customer)")
+        st.text(row["rejected_text"])  # as plain text: nothing the model wrote is rendered
     left, mid, right = st.columns(3)
     with left:
         st.markdown("**Scores**")

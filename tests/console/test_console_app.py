@@ -132,6 +132,22 @@ def test_requests_page_filters_by_route_and_shows_the_chains_trace(signed_in, tr
     assert not [b for b in at.button if b.key == f"handoff_done_{ours.id}"]
 
 
+def test_overview_counts_rewrite_rejections_and_the_requests_page_shows_the_rejected_text_as_plain_text(signed_in,
+                                                                                                       traffic):
+    rows = _logged_last_24h()
+    rewrites = [r for r in rows if any(isinstance(s, dict) and s.get("stage") == "rewrite" for s in r.trace)]
+    rejected = [r for r in rewrites if any(f.get("kind") == "rewrite_rejected" for f in r.findings)]
+    assert rewrites, "the traffic sends a message whose draft the LLM rewrites"
+    at = signed_in.switch_page("views/overview.py").run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["LLM rewrites"] == f"{len(rewrites):,}"
+    assert metrics["Rejected (draft served)"] == f"{len(rejected):,}"
+    for row in rejected[:1]:  # the real model's rewrite may pass; a rejected one is readable by the operator
+        at = signed_in.switch_page("views/request_log.py").run()
+        at.selectbox(key="req_pick").set_value(row.id).run()
+        assert any(t.value == row.rejected_text for t in at.text) and row.served == "draft"
+
+
 def test_knowledge_base_page_counts_the_answers_the_chain_cited(signed_in, traffic):
     at = signed_in.switch_page("views/knowledge_base.py").run()
     cited: dict[str, int] = {}
