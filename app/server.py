@@ -146,6 +146,7 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
         problems: list[str] = []
         try:
             app.state.runtime = (runtime_factory or (lambda: build_runtime(settings)))()
+            app.state.runtime.chain.quality_floors()  # the KB's draft-quality floors, before the first customer
         except TandemError as exc:
             problems.append(str(exc))
         if warm:

@@ -12,6 +12,7 @@ text through and act on the final Turn.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -20,6 +21,7 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
 from chains import tiers
 from chains.cache import ResponseCache
+from chains.calibration import QualityFloor, quality_floors
 from chains.check import CLAIM_KINDS, AnswerCheck, StreamChecker, sources_of
 from chains.features import message_features
 from chains.guard import check_input
@@ -29,6 +31,7 @@ from chains.rules import TOOLS, RuleBook
 from chains.schema import Decided, Revised
 from chains.turn import Turn, timed
 from chains.verify import Defect, defects, rewrite_verdict
+from core.text import language_of
 from knowledge.base import KnowledgeBase
 from storage.db import Database
 
@@ -50,6 +53,9 @@ class RouterChain:
         # message's language; the query must be embedded by the one it will be searched with.
         self.embed = embed or (lambda text: self.kb.encoder_for(text).encode_query(text))
         self.run_tools = run_tools and db is not None
+        # Per KB version and router: each vector space's draft-quality floor (computed once, in about 0.2 s).
+        self._floors: dict[tuple[str, str], dict[str, QualityFloor]] = {}
+        self._floors_lock = threading.Lock()
         self.max_chars, self.top_k = max_chars, top_k
         guard, lookup, rules_step, score, threshold, load_gate = (
             RunnableLambda(stage, name=stage.__name__.strip("_"))
@@ -188,6 +194,7 @@ class RouterChain:
         quality = learned if learned is not None else tiers.draft_quality(
             turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
         turn.scores["draft_quality"] = round(quality, 4)
+        rewrite_below = self.rewrite_threshold(turn)
         mode = turn.request.mode
         if mode != "routed":  # the caller chose the tier (OpenAI models tandem-small / tandem-llm)
             turn.plan = mode
@@ -198,18 +205,39 @@ class RouterChain:
             decision = f"{turn.plan} (rule)"
         elif p_llm >= tau:
             turn.plan, decision = "llm", f"llm: p_llm {p_llm:.3f} >= tau {tau}"
-        elif quality < turn.thresholds.rewrite_threshold:
+        elif quality < rewrite_below:
             turn.plan = "rewrite"
-            decision = (f"rewrite: p_llm {p_llm:.3f} < tau {tau}, but draft quality {quality:.3f} < "
-                        f"{turn.thresholds.rewrite_threshold}")
+            decision = f"rewrite: p_llm {p_llm:.3f} < tau {tau}, but draft quality {quality:.3f} < {rewrite_below}"
         else:
             turn.plan = "small"
-            decision = (f"small: p_llm {p_llm:.3f} < tau {tau}; draft quality {quality:.3f} >= "
-                        f"{turn.thresholds.rewrite_threshold}")
+            decision = f"small: p_llm {p_llm:.3f} < tau {tau}; draft quality {quality:.3f} >= {rewrite_below}"
         turn.reasons.append(decision)
         turn.note("threshold", decision, tau=tau, rewrite_threshold=turn.thresholds.rewrite_threshold,
-                  settings_version=turn.thresholds.version)
+                  kb_rewrite_floor=rewrite_below, settings_version=turn.thresholds.version)
         return turn
+
+    def quality_floors(self, kb_version: str = "") -> dict[str, QualityFloor]:
+        """The KB's draft-quality floors under the current router, computed on first use of a KB version (the app
+        calls this while warming up, so no customer waits for it)."""
+        router = self.router()
+        key = (kb_version or self.kb.version, router.fingerprint)
+        floors = self._floors.get(key)
+        if floors is None:
+            with self._floors_lock:
+                floors = self._floors.get(key)
+                if floors is None:
+                    floors = self._floors[key] = quality_floors(self.kb, router)
+        return floors
+
+    def rewrite_threshold(self, turn: Turn) -> float:
+        """The operator's rewrite threshold, lowered to this KB's floor for the message's language: the draft
+        quality under which only 2 % of the KB's own right drafts in that language fall (chains/calibration.py).
+        The floor is logged with the scores, so the ops tuner models what the chain does."""
+        floor = self.quality_floors(turn.kb_version).get(language_of(turn.text))
+        if floor is None:
+            return turn.thresholds.rewrite_threshold
+        turn.scores["kb_rewrite_floor"] = floor.value
+        return min(turn.thresholds.rewrite_threshold, floor.value)
 
     def _load_gate(self, turn: Turn) -> Turn:
         if turn.done or turn.plan == "small":
@@ -395,8 +423,9 @@ class RouterChain:
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
-        fits = bool(turn.hits) and (turn.scores.get("p_llm", 1.0) < turn.thresholds.route_threshold
-                                    or turn.scores.get("draft_quality", 0.0) >= turn.thresholds.rewrite_threshold)
+        # p_llm is calibrated: below one half the router finds it more likely than not that the KB answers the
+        # message, whatever threshold the operator runs (everything to the LLM is tau 0, not "the KB is wrong").
+        fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < 0.5
         if fits:
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []

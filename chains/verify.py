@@ -27,7 +27,7 @@ _ZH_SEGMENT = r"[\u3400-\u9fff]+"
 _PATH = re.compile(rf"(?:{_EN_SEGMENT}|{_ZH_SEGMENT})(?:\s*>\s*(?:{_EN_SEGMENT}|{_ZH_SEGMENT}))+")
 # Named options: a short quoted label ("processing", “处理中”) or a brand/feature name inside a sentence
 # (PayPal, Apple Pay, Click & Collect, Klarna). A capitalised word that starts a sentence is not a name.
-_QUOTED = re.compile(r"[\"“「]([^\"”」\n]{2,40})[\"”」]")
+_QUOTED = re.compile(r"[\"“「]([^\"”」\n]{2,40})[\"”」]|(?<![A-Za-z])'([A-Z][^'\n]{1,38})'(?![A-Za-z])")
 _NAME = re.compile(r"(?<=[a-z,;:] )(?:[A-Z][a-z]*[A-Z][\w]*|[A-Z][a-z]+(?: (?:&|[A-Z][a-z]+))+|[A-Z]{2,}[a-z]*"
                    r"|[A-Z][a-z]{2,})\b")
 _NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK", "PDF", "ZIP", "Northwind", "Sources",
@@ -78,7 +78,7 @@ def key_facts(text: str) -> list[Fact]:
     """The facts an answer must not lose or change: checkable claims, menu paths and named options."""
     facts = [Fact(c.kind, c.key, c.text) for c in claims(text) if c.kind != "order"]
     facts += [Fact("path", _path_key(m.group(0)), m.group(0)) for m in _PATH.finditer(text)]
-    named = {m.group(1).strip() for m in _QUOTED.finditer(text)}
+    named = {(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text)}
     named |= {m.group(0) for m in _NAME.finditer(text) if m.group(0) not in _NOT_NAMES}
     facts += [Fact("option", (name.lower(),), name) for name in sorted(named)]
     unique: dict[tuple, Fact] = {}
@@ -137,6 +137,8 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
     for kind, pattern in (("echo", _ECHO), ("narration", _NARRATION)):
         if match := pattern.search(text):
             found.append(Defect(kind, match.group(0).strip()))
+    if parroted := _parroted(text, message):
+        found.append(Defect("echo", parroted))
     if answerable and (match := _REFUSAL.search(text)):
         found.append(Defect("refusal", match.group(0)))
     if repeats := _dedupe(text)[1]:
@@ -148,6 +150,20 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
     if sources:
         found += [Defect("unsupported", c.text) for c in AnswerCheck(sources, message).unsupported(text)]
     return found
+
+
+def _parroted(answer: str, message: str, run: int = 8) -> str:
+    """A run of ``run`` or more of the customer's own words repeated in the answer (a small model that echoes the
+    message back instead of answering it), or ""."""
+    said = re.findall(r"\w+", message.lower())
+    if len(said) < run:
+        return ""
+    answer_words = " ".join(re.findall(r"\w+", answer.lower()))
+    for start in range(len(said) - run + 1):
+        piece = " ".join(said[start:start + run])
+        if piece in answer_words:
+            return piece
+    return ""
 
 
 def _without_citations(text: str) -> str:
@@ -175,9 +191,44 @@ def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: st
     if report.missing:
         fact = report.missing[0]
         return RewriteVerdict(False, f"dropped: {fact.kind} '{fact.text}' of the draft")
+    if (grounded := _grounded_share(rewrite, draft, message)) < GROUNDED_SHARE:
+        return RewriteVerdict(False, f"ungrounded: {grounded:.0%} of its content words come from the draft or message")
     if not _adds_something(draft, rewrite, message):
         return RewriteVerdict(False, "adds nothing but words")
     return RewriteVerdict(True)
+
+
+# A rewrite restates its draft for this message: most of its content words come from the two. "The local repair shop
+# has already opened the speaker." in place of a warranty answer kept no key fact because the draft had none.
+GROUNDED_SHARE = 0.5
+_FUNCTION_WORDS = frozenset((
+    "the", "and", "for", "you", "your", "yours", "can", "how", "what", "with", "have", "has", "are", "was", "this",
+    "that", "from", "does", "where", "when", "please", "will", "just", "get", "our", "out", "not", "but", "all", "any",
+    "its", "it's", "into", "there", "their", "they", "them", "then", "than", "also", "may", "might", "would", "could",
+    "should", "which", "who", "whom", "been", "being", "were", "here", "yes", "sure", "help", "happy", "thanks",
+    "thank", "let", "know", "need", "like", "one", "more", "most", "some", "such", "only", "own", "same", "very",
+    "via", "under", "about", "after", "before", "within", "once", "able", "don't", "can't", "i'm", "you're", "we're",
+    "we'll", "you'll", "we", "us", "me", "my", "is", "be", "to", "of", "in", "on", "at", "or", "if", "so", "do", "a",
+    "an", "it", "as", "by", "up", "no"))
+
+
+def _content_words(text: str) -> set[str]:
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|[\u3400-\u9fff]", text)}
+    return {w for w in words if w not in _FUNCTION_WORDS and (len(w) > 2 or not w.isascii())}
+
+
+def _stem(word: str) -> str:
+    return word[:5] if word.isascii() else word
+
+
+def _grounded_share(rewrite: str, draft: str, message: str) -> float:
+    """Share of the rewrite's content words (compared by their first five letters: "returns" is "return") that the
+    draft or the message also has."""
+    said = {_stem(w) for w in _content_words(rewrite)}
+    if not said:
+        return 1.0
+    known = {_stem(w) for w in _content_words(f"{draft} {message}")}
+    return len(said & known) / len(said)
 
 
 def _words(text: str) -> set[str]:

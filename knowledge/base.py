@@ -97,6 +97,12 @@ class KnowledgeBase(ABC):
     def answer_texts(self) -> dict[str, str]:
         return {}
 
+    def left_out_searches(self, per_space: int = 300, seed: int = 13) -> list[tuple[str, str, list[Hit],
+                                                                                     dict[str, float]]]:
+        """Stored example questions searched as new messages, each without its own record: (question, its
+        answer_id, hits, evidence). Empty for a KB that cannot leave a record out."""
+        return []
+
     def space_for(self, text: str) -> str:
         """Which vector space searches this message ("" = the primary encoder's); cached vectors are per space."""
         return ""

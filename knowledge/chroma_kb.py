@@ -33,7 +33,7 @@ from core.text import language_of
 from knowledge import store
 from knowledge.base import Hit, KnowledgeBase
 from knowledge.focus import SearchFocus, vocabulary_words
-from knowledge.index import FusionParams, HybridIndex
+from knowledge.index import AnswerScore, FusionParams, HybridIndex
 from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
 from knowledge.starter_examples import space_starter, starter_vectors, unanswered
 
@@ -155,17 +155,39 @@ class ChromaKnowledgeBase(KnowledgeBase):
         elif np.shape(vector)[-1:] != (index.embeddings.shape[1],):
             raise ValueError(f"vector must be the query's {index.embeddings.shape[1]}-d embedding by "
                              f"{self.encoder_for(query).name}, got shape {np.shape(vector)}")
+        return self._hits(index, index.search(query, vector, k=k, evidence=evidence), language_of(query))
+
+    def _hits(self, index: HybridIndex, scored: list[AnswerScore], lang: str) -> list[Hit]:
         hits: list[Hit] = []
-        for scored in index.search(query, vector, k=k, evidence=evidence):
-            answer_id = self._in_language(scored.answer_id, language_of(query))
+        for score in scored:
+            answer_id = self._in_language(score.answer_id, lang)
             if any(h.answer_id == answer_id for h in hits):
                 continue  # the same answer in two languages: the better-ranked one stands
-            meta = snap.answers[answer_id]
+            meta = self._snap.answers[answer_id]
             hits.append(Hit(answer_id=answer_id, answer=meta["answer"], title=meta.get("title", ""),
-                            score=round(scored.score, 6), matched_text=index.texts[scored.record],
+                            score=round(score.score, 6), matched_text=index.texts[score.record],
                             source=meta.get("source", ""), category=meta.get("category", ""),
-                            lang=meta.get("lang", ""), dense=round(scored.dense, 6)))
+                            lang=meta.get("lang", ""), dense=round(score.dense, 6)))
         return hits
+
+    def left_out_searches(self, per_space: int = 300, seed: int = 13) -> list[tuple[str, str, list[Hit],
+                                                                                     dict[str, float]]]:
+        """Stored example questions searched as if they were new messages, each without its own record (leave one
+        out): up to ``per_space`` in each vector space, as (question, its answer_id, hits, evidence). What a right
+        answer looks like on this KB, for scores that must mean the same on every KB (chains.calibration)."""
+        self._refresh_if_changed()
+        snap = self._snap
+        rng = np.random.default_rng(seed)
+        searches = []
+        for space, index in [("", snap.index), *snap.spaces.items()]:
+            support = index.support or [True] * len(index)
+            mine = [i for i, text in enumerate(index.texts) if support[i] and self.space_for(text) == space]
+            for i in sorted(rng.permutation(mine)[:per_space].tolist()):
+                evidence: dict[str, float] = {}
+                scored = index.search(index.texts[i], index.embeddings[i], k=3, evidence=evidence, exclude=i)
+                searches.append((index.texts[i], index.answer_ids[i],
+                                 self._hits(index, scored, language_of(index.texts[i])), evidence))
+        return searches
 
     def search_text(self, message: str) -> str:
         """What :meth:`search` embeds and matches for ``message``: typos mended into the KB's words and a

@@ -276,8 +276,9 @@ class HybridIndex:
         return (1.0 - g) * words + g * self._ngrams.scores(grams)
 
     def search(self, query: str, vector: np.ndarray, k: int = 3, lexical_weight: float | None = None,
-               evidence: dict[str, float] | None = None) -> list[AnswerScore]:
-        """Best ``k`` answers; when ``evidence`` is a dict, also the distance evidence of :meth:`evidence_of`."""
+               evidence: dict[str, float] | None = None, exclude: int | None = None) -> list[AnswerScore]:
+        """Best ``k`` answers; when ``evidence`` is a dict, also the distance evidence of :meth:`evidence_of`.
+        ``exclude`` leaves one record out (a stored question searched as if it were a new message)."""
         if not self.texts or k <= 0:
             return []
         p = self.params
@@ -287,8 +288,10 @@ class HybridIndex:
         # 2-core box (threads fight for the cores); einsum's single-threaded loop does not.
         qvec = np.asarray(vector, dtype=np.float32).reshape(-1)
         raw = np.einsum("ij,j->i", self.embeddings, qvec)
+        lexical = self.lexical_scores(query) if lexical_weight > 0 else np.zeros_like(raw)
+        if exclude is not None:
+            raw[exclude], lexical[exclude] = -1.0, 0.0
         dense = np.clip(raw, 0.0, 1.0)
-        lexical = self.lexical_scores(query) if lexical_weight > 0 else np.zeros_like(dense)
         results = self.rank(dense, lexical, lexical_weight, k, self._head_probabilities(qvec))
         if evidence is not None:
             own, starter = (np.einsum("ij,j->i", examples, qvec) if examples is not None else np.zeros(0, np.float32)

@@ -17,7 +17,7 @@ from storage.tables import Feedback, RequestLog, table_of
 STAGES = ("guard", "cache", "embed", "score", "retrieve", "generate")
 # Routing overhead before a tier starts answering (the L_sched of the replay model).
 SCHED_STAGES = ("guard", "cache", "embed", "score")
-SCORE_KEYS = ("p_llm", "kb_top", "kb_margin", "draft_quality")
+SCORE_KEYS = ("p_llm", "kb_top", "kb_margin", "draft_quality", "kb_rewrite_floor")
 ROW_LIMIT = 100_000
 
 

@@ -58,7 +58,10 @@ def modelled(frame: pd.DataFrame, tau: float, rewrite: float, price_per_1k: floa
         return WindowFigures(len(frame), 0, 0.0, 0.0, 0.0, 0.0, None)
     p = routed["p_llm"].to_numpy(dtype=float)
     quality = routed["draft_quality"].fillna(1.0).to_numpy(dtype=float)
-    to_llm = (p >= tau) | (quality < rewrite)
+    # The chain rewrites below the lower of the operator's threshold and the KB's own floor (chains/calibration.py)
+    floor = (routed["kb_rewrite_floor"].fillna(1.0).to_numpy(dtype=float) if "kb_rewrite_floor" in routed
+             else np.ones(n))
+    to_llm = (p >= tau) | (quality < np.minimum(rewrite, floor))
     share = float(to_llm.mean())
     llm_ms = frame.loc[frame["route"] == "llm", "total_ms"]
     small_ms = frame.loc[frame["route"] == "small", "total_ms"]

@@ -14,8 +14,8 @@ SMALL = ["How do I reset my password?", "how long does standard shipping take", 
          "how do I start a return", "do you ship internationally", "where can I find the manual for my lamp",
          "how long is the warranty", "can I change my order", "which carriers do you use", "how do gift cards work",
          "退货政策是什么", "how do I unsubscribe from the newsletter"]
-# Two complaints in one: the router keeps it on the small tier, but trusts the draft too little, so the LLM rewrites it.
-REWRITE = ["the parcel came late and damaged"]
+# Damaged or missing? The router keeps it on the small tier, but trusts the draft too little: the LLM rewrites it.
+REWRITE = ["the box came open and something is missing"]
 LLM = ["Can you recommend a gift for my dad who likes hiking, around 80 dollars?",
        "Write a short poem about a parcel that got lost", "What is the best blender for smoothies in your shop?"]
 # Sent while the engine is saturated: different requests, so no cached LLM answer can serve them.

@@ -75,3 +75,20 @@ def test_a_rewrite_that_only_adds_words_is_rejected_and_a_right_focused_one_is_a
     right = ("Yes: while the order is still \"processing\", go to Account > Orders > Edit order to swap the size. "
              "Once it has shipped, you can return it within 30 days.")
     assert rewrite_verdict(CHANGE, right, message=SWAP).accepted
+
+
+def test_a_short_rewrite_made_of_words_from_neither_the_draft_nor_the_message_is_ungrounded():
+    draft = "Please contact our support team with your order number and a photo, and we will arrange a repair."
+    verdict = rewrite_verdict(draft, "The local pawn broker already opened the speaker.", message="speaker broke")
+    assert verdict.reason.startswith("ungrounded")
+
+
+def test_a_reply_that_parrots_the_customers_message_is_an_echo():
+    message = "The driver was rude and threw a box over my fence, I want him disciplined"
+    assert "echo" in {d.kind for d in defects(message + " now.", message=message)}
+    assert "echo" not in {d.kind for d in defects("Sorry about the driver. Please report it.", message=message)}
+
+
+def test_single_quoted_menu_labels_are_key_facts():
+    facts = {(f.kind, f.text) for f in key_facts("Go to 'My Account', then 'Cancel Order'. Don't wait.")}
+    assert {("option", "My Account"), ("option", "Cancel Order")} <= facts
