@@ -10,6 +10,7 @@ import csv
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from chains.llm.base import LLM
 from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
@@ -23,11 +24,12 @@ from knowledge.base import KnowledgeBase
 
 
 def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[str] | None = None,
-                live: bool = False) -> RouterChain:
+                live: bool = False, llm: LLM | None = None) -> RouterChain:
     """A chain over `kb` with the cache off; the texts given are embedded up front, in batches.
 
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
-    configured database (what the running app uses)."""
+    configured database (what the running app uses). Without ``llm`` LLM-bound messages get the small tier (routing
+    only); with one (`make eval`'s answers section) the chain answers as the product does."""
     # Each message is embedded as the chain would (its search text, by its language's encoder), but in batches.
     messages = list(dict.fromkeys(texts or []))
     known = {kb.search_text(m): v for m, v in zip(messages, kb.embed_messages(messages))}
@@ -40,7 +42,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
     else:
         router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
-                       else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=None,
+                       else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=llm,
                        db=None, run_tools=False)
 
 
