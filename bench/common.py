@@ -115,23 +115,19 @@ def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
     Converted models are reused from the user's model folder, so the bench never converts twice. Must run
     before anything reads the settings; returns the homes (in-process, app) and the model folder.
     """
-    from core.models import model_path
+    from core.models import local_llm, prepare_llm
     from core.settings import get_settings, reset_settings
 
     model_dir = get_settings().models_dir
-    try:
-        model_path("smollm2")
-    except Exception:
-        from core.models import prepare_smollm2
-
-        prepare_smollm2()
+    llm = local_llm()  # the local stand-in TANDEM_LLM_MODEL selects (the bench always serves one itself)
+    prepare_llm(llm.name)  # seconds when already converted
     homes = {"inproc": root / "inproc", "app": root / "app", "models": model_dir, "logs": root / "logs"}
     for key in ("inproc", "app", "logs"):
         homes[key].mkdir(parents=True, exist_ok=True)
     os.environ.update({
         "TANDEM_HOME": str(homes["inproc"]), "TANDEM_MODEL_DIR": str(model_dir),
         "TANDEM_DATABASE_URL": "", "TANDEM_CHROMA_URL": "", "TANDEM_API_TOKEN": "",
-        "TANDEM_LLM_URL": f"http://127.0.0.1:{llm_port}/v1", "TANDEM_LLM_MODEL": "",
+        "TANDEM_LLM_URL": f"http://127.0.0.1:{llm_port}/v1", "TANDEM_LLM_MODEL": llm.name,
         "TANDEM_LLM_MAX_TOKENS": str(max_tokens),
         # The load generator is one user hammering the API; a per-user limit would measure the limiter.
         "TANDEM_RATE_LIMIT_PER_MIN": "100000000",

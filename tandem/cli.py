@@ -30,14 +30,16 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 
 @models_cli.command("prepare")
 def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
-    """Convert the SmolLM2 GGUF once into a plain model folder and its vLLM copy, and export MiniLM to ONNX."""
-    from core.models import prepare_smollm2
+    """Convert the LLM stand-in TANDEM_LLM_MODEL selects (smollm2 or qwen2.5-0.5b) once from its GGUF into a plain
+    model folder and its vLLM copy, and export MiniLM to ONNX."""
+    from core.models import local_llm, prepare_llm
     from core.settings import ensure_home, get_settings
     from tandem.llm_server import prepare_model_folder
 
     settings = get_settings()
     ensure_home(settings)
-    typer.echo(f"SmolLM2 ready at {prepare_smollm2(force=force)}")
+    llm = local_llm(settings)
+    typer.echo(f"{llm.title} ({llm.name}) ready at {prepare_llm(llm.name, force=force)}")
     typer.echo(f"vLLM model folder ready at {prepare_model_folder(settings)}")
     typer.echo(f"MiniLM {export_base_encoder(settings, force)}")
 

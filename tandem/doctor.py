@@ -41,22 +41,27 @@ def _versions() -> None:
 def run_doctor(load: bool = True) -> int:
     from core import encoders, models
     from storage.db import open_database
-    from tandem.llm_server import prepare_model_folder, vllm_installed
+    from tandem.llm_server import prepare_model_folder, served_model, vllm_installed
 
     settings = get_settings()
+    local = models.local_llm(settings)
     _versions()
     print("local parts:")
     healthy = _check("data directory", lambda: str(ensure_home()))
     for name in models.REGISTRY:
+        if name in models.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
+            print(f"  --   model {name}: not selected ({_where(name)})")
+            continue
         healthy &= _check(f"model {name}", lambda name=name: str(models.model_path(name)))
+    healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
         healthy &= _check(f"encoder {settings.encoder}", lambda: _encoder_line(encoders.load_encoder(settings.encoder)))
-        healthy &= _check("load smollm2", _generate_once)
+        healthy &= _check(f"load {local.name}", _generate_once)
     healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")
     _check("vLLM venv", lambda: _installed(vllm_installed(settings), settings.vllm_python))
     _check("vLLM model folder", lambda: str(prepare_model_folder(settings)))
-    _check("LLM endpoint", lambda: _probe_llm(settings.llm_url))
+    _check("LLM endpoint", lambda: _probe_llm(settings.llm_url, served_model(settings)))
     if settings.chroma_url:
         _check("Chroma server", lambda: httpx.get(settings.chroma_url.rstrip("/") + "/api/v2/heartbeat",
                                                   timeout=2).raise_for_status() and settings.chroma_url)
@@ -77,6 +82,35 @@ def _encoder_line(encoder) -> str:
     return line + (f" ({served['problem']})" if served.get("problem") else "")
 
 
+def _where(name: str) -> str:
+    from core import models
+
+    try:
+        return f"converted at {models.model_path(name)}"
+    except TandemError as exc:
+        return str(exc)
+
+
+def _llm_line(settings) -> str:
+    """Which model the LLM tier uses: name, size and where it comes from."""
+    import json
+
+    from core import models
+
+    llm = models.selected_llm(settings)
+    if llm is None:
+        return (f"'{settings.llm_model}' at {settings.llm_url} (a remote model; the local stand-ins are "
+                f"{', '.join(models.LOCAL_LLMS)})")
+    folder = models.model_path(llm.name)
+    config = json.loads((folder / "config.json").read_text())
+    dtype = config.get("dtype") or config.get("torch_dtype") or "?"
+    versions = sorted({md.version(p) for p in llm.packages})
+    wheels = llm.packages[0] if len(llm.packages) == 1 else f"{llm.packages[0]} .. {llm.packages[-1]}"
+    return (f"{llm.name} = {llm.title}, {models.parameter_count(folder) / 1e6:.0f}M parameters ({dtype}), from the "
+            f"wheel{'s' if len(llm.packages) > 1 else ''} {wheels} {'/'.join(versions)}, converted at {folder}; "
+            f"vLLM serves it as '{llm.name}' at {settings.llm_url}")
+
+
 def _generate_once() -> str:
     from core.models import load_generator
 
@@ -86,7 +120,7 @@ def _generate_once() -> str:
     return f"generated {out.shape[-1] - ids['input_ids'].shape[-1]} token"
 
 
-def _probe_llm(url: str) -> str:
+def _probe_llm(url: str, expected: str) -> str:
     try:
         response = httpx.get(url.rstrip("/") + "/models", timeout=2)
         response.raise_for_status()
@@ -94,4 +128,7 @@ def _probe_llm(url: str) -> str:
         raise TandemError(f"{url} not reachable ({exc.__class__.__name__}). Fix: start it with `make llm-server` "
                           "(or `make demo`, which starts it too)") from None
     models = [m.get("id") for m in response.json().get("data", [])][:3]
+    if expected and expected not in models:
+        raise TandemError(f"{url} serves {models}, but the app asks for '{expected}' (TANDEM_LLM_MODEL). Fix: restart "
+                          "`make llm-server` with this setting, or set TANDEM_LLM_MODEL to the model it serves")
     return f"{url} serves {models}"

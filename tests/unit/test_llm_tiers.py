@@ -30,8 +30,10 @@ def test_empty_list_means_the_default_endpoint(settings):
     gpu = settings.model_copy(update={"llm_url": "http://gpu-host:8000/v1", "llm_model": "Qwen/Qwen2.5-7B-Instruct"})
     (tier,) = parse_tiers([], gpu)
     assert (tier.name, tier.base_url, tier.model) == ("default", "http://gpu-host:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
+    # a local stand-in: the client sends its registry name, the name `tandem llm-server` serves it under
+    assert parse_tiers([], settings)[0].model == settings.llm_model == "smollm2"
     # no model configured: the client asks the endpoint what it serves
-    assert parse_tiers([], settings)[0].model == settings.llm_model == ""
+    assert parse_tiers([], settings.model_copy(update={"llm_model": ""}))[0].model == ""
 
 
 @pytest.mark.parametrize("bad, words", [([{"name": "x"}], "base_url"),

@@ -52,6 +52,57 @@ def test_unconverted_folder_says_how_to_prepare(tmp_path):
         models.converted_folder(tmp_path / "absent")
 
 
+def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_anything_else_as_is(settings):
+    from tandem.llm_server import LLMServer, served_model, vllm_command
+
+    def pick(name: str):
+        return settings.model_copy(update={"llm_model": name})
+
+    assert models.selected_llm(pick("qwen2.5-0.5b")) is models.QWEN25_05B
+    assert models.selected_llm(pick("smollm2")) is models.selected_llm(pick("")) is models.SMOLLM2
+    assert models.selected_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is None  # a remote model
+    assert models.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is models.SMOLLM2  # what doctor loads there
+    # the name vLLM answers to is the name the app sends
+    assert served_model(pick("qwen2.5-0.5b")) == LLMServer(pick("qwen2.5-0.5b")).model == "qwen2.5-0.5b"
+    assert served_model(pick("")) == "smollm2"
+    assert served_model(pick("Qwen/Qwen2.5-7B-Instruct")) == "Qwen/Qwen2.5-7B-Instruct"
+    command = " ".join(vllm_command(pick("qwen2.5-0.5b"), "127.0.0.1", 8011, model="/models/qwen-vllm"))
+    assert "--model /models/qwen-vllm --served-model-name qwen2.5-0.5b --host 127.0.0.1 --port 8011" in command
+
+
+def test_qwen_ships_as_six_gguf_pieces_in_order():
+    pieces = models.QWEN25_05B.gguf_pieces()
+    assert [p.name for p in pieces] == [f"part{i:02d}.bin" for i in range(1, 7)]
+    with pieces[0].open("rb") as head:
+        assert head.read(4) == b"GGUF"
+    assert sum(p.stat().st_size for p in pieces) == 491_400_064
+
+
+def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the_same_dtype(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"x")
+    (folder / models.STAMP_FILE).write_text('{"source": "/old/SmolLM2.gguf", "size": 10}')  # a stamp from before dtypes
+    assert models._stamp_matches(folder, {"size": 10})
+    assert not models._stamp_matches(folder, {"size": 11})  # another version of the wheel
+    assert not models._stamp_matches(folder, {"size": 10, "dtype": "bfloat16"})
+    (folder / models.STAMP_FILE).write_text("{half")
+    assert not models._stamp_matches(folder, {"size": 10})
+
+
+def test_unconverted_qwen_says_how_to_select_and_prepare_it(tmp_path):
+    with pytest.raises(ModelError, match=r"TANDEM_LLM_MODEL=qwen2\.5-0\.5b \.venv/bin/tandem models prepare"):
+        models.converted_folder(tmp_path / "absent", models.QWEN25_05B)
+
+
+def test_parameters_are_counted_from_the_safetensors_headers(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5, dtype=torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    assert models.parameter_count(tmp_path) == 17
+
+
 def test_unknown_model_and_encoder_names():
     with pytest.raises(ModelError, match="unknown model"):
         models.model_path("gpt-17")
