@@ -12,6 +12,8 @@ from typing import Any, Literal
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from chains.schema import MAX_ANSWER_TOKENS
+
 MODELS: dict[str, str] = {
     "tandem": "routed: the router sends each message to the knowledge-base tier or the LLM (the normal path)",
     "tandem-small": "the knowledge-base tier only; a notice says so when no answer fits well",
@@ -30,7 +32,8 @@ class ImageUrl(BaseModel):
 
 class InputAudio(BaseModel):
     data: str
-    format: str = "wav"
+    # A file suffix, never a path: "x/y" once reached the temporary file's name and failed with a 500.
+    format: str = Field("wav", pattern=r"^[A-Za-z0-9]{1,10}$")
 
 
 class ContentPart(BaseModel):
@@ -64,8 +67,8 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = None
     n: int | None = None

@@ -58,6 +58,10 @@ class Refusal(Exception):
         return openai_error(self.status, self.message, param=self.param, headers=self.headers)
 
 
+MAX_HISTORY_MESSAGES = 20   # earlier messages kept from an OpenAI request (the prompt uses the last 4)
+MAX_HISTORY_CHARS = 2000    # characters kept of each
+
+
 class OpenAIServing:
     def __init__(self, runtime: Runtime, media: MediaReader):
         self.runtime = runtime
@@ -86,8 +90,9 @@ class OpenAIServing:
                 errors.append(str(exc))
             finally:
                 Path(path).unlink(missing_ok=True)
-        history = [{"role": m.role, "content": _text_of(m)} for m in body.messages[:-1]
-                   if m.role in ("user", "assistant") and _text_of(m)]
+        # Capped: an OpenAI client writes the whole history itself, and a prompt holds only the last few turns.
+        history = [{"role": m.role, "content": _text_of(m)[:MAX_HISTORY_CHARS]} for m in body.messages[:-1]
+                   if m.role in ("user", "assistant") and _text_of(m)][-MAX_HISTORY_MESSAGES:]
         kinds = (["text"] if text.strip() else []) + (["attachment"] if files else [])
         return ChatRequest(message=text, session_id=_conversation_id(body), user_id=body.user or "",
                            channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,

@@ -11,6 +11,7 @@ Route = Literal["guard", "cache", "tool", "small", "llm"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
 Mode = Literal["routed", "small", "llm"]
+MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Settings.llm_max_tokens is the default)
 
 
 class ChatRequest(BaseModel):
@@ -24,7 +25,7 @@ class ChatRequest(BaseModel):
     mode: Mode = "routed"
     # Earlier turns as [{"role", "content"}]; None means the session's stored history (the chat UI, /api/v1).
     history: list[dict[str, str]] | None = None
-    max_tokens: int | None = Field(None, ge=1, le=4096)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
 
     @field_validator("message", "session_id", "user_id", "extracted", "history", mode="after")

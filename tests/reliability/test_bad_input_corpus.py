@@ -121,6 +121,27 @@ def test_text_corpus_over_the_openai_endpoint(reliability_app, api):
     TALLY["openai_text"] = len(cases)
 
 
+@pytest.mark.parametrize(("name", "extra", "content"), [
+    ("max_tokens above the cap", {"max_tokens": 5000}, "where is my refund"),
+    ("max_completion_tokens above the cap", {"max_completion_tokens": 100_000}, "where is my refund"),
+    ("an audio format that is a path", {}, [{"type": "input_audio", "input_audio": {"data": "AAAA", "format": "x/y"}}]),
+])
+def test_openai_bodies_that_gave_a_500_get_a_4xx_with_an_openai_error(reliability_app, api, name, extra, content):
+    response = api.post("/v1/chat/completions", json={"model": "tandem", **extra,
+                                                      "messages": [{"role": "user", "content": content}]})
+    assert 400 <= response.status_code < 500, (name, response.status_code, response.text[:200])
+    assert response.json()["error"]["message"].strip(), name
+
+
+def test_an_openai_history_of_any_length_is_capped_and_answered(reliability_app, api):
+    # Under the body limit (MAX_BODY_BYTES; above it the answer is a 413), far over what a prompt can hold.
+    history = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "x" * 3_000}
+               for i in range(300)]
+    response = api.post("/v1/chat/completions", json={"model": "tandem", "messages": [
+        *history, {"role": "user", "content": "how do I reset my password"}]})
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"].strip()
+
+
 def test_raw_bodies_are_4xx_json_and_only_chain_requests_are_logged(reliability_app, api):
     cases = raw_cases()
     before = reliability_app.count_rows()
