@@ -180,7 +180,7 @@ class OpenAIServing:
             if held and isinstance(item, (str, Revised)):
                 continue
             if isinstance(item, Revised):  # the text shown so far stays on the client's screen; this follows it
-                item = "\n\n" + item.text
+                item = ("\n\n" if started else "") + item.text
             if isinstance(item, Exception):
                 item = "Sorry, something went wrong on our side. Please try again."
             if not started:

@@ -22,7 +22,7 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 from chains import tiers
 from chains.cache import ResponseCache
 from chains.calibration import QualityFloor, quality_floors
-from chains.check import CLAIM_KINDS, AnswerCheck, StreamChecker, sources_of
+from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
 from chains.features import message_features
 from chains.guard import check_input
 from chains.llm.base import LLM, LLMResult, LLMUnavailable
@@ -37,7 +37,7 @@ from storage.db import Database
 
 CACHEABLE_ROUTES = ("small", "llm")
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty")
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded")
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
@@ -47,7 +47,9 @@ class RouterChain:
     def __init__(self, *, kb: KnowledgeBase, router: Callable[[], Router], cache: ResponseCache | None,
                  rules: RuleBook | None, llm: LLM | None, db: Database | None,
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
-                 run_tools: bool = True):
+                 run_tools: bool = True, hold_until_checked: bool = False):
+        """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
+        as written, and a failed one is replaced after the customer saw part of it)."""
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -56,7 +58,7 @@ class RouterChain:
         # Per KB version and router: each vector space's draft-quality floor (computed once, in about 0.2 s).
         self._floors: dict[tuple[str, str], dict[str, QualityFloor]] = {}
         self._floors_lock = threading.Lock()
-        self.max_chars, self.top_k = max_chars, top_k
+        self.max_chars, self.top_k, self.hold_until_checked = max_chars, top_k, hold_until_checked
         guard, lookup, rules_step, score, threshold, load_gate = (
             RunnableLambda(stage, name=stage.__name__.strip("_"))
             for stage in (self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate))
@@ -368,12 +370,12 @@ class RouterChain:
                 started = time.perf_counter()
                 shown = stream.feed(item)
                 check_ms += (time.perf_counter() - started) * 1000
-                if shown:
+                if shown and not self.hold_until_checked:
                     yield shown
                 if stream.stopped:  # an escalating finding: stop generating what will not be shown
                     turn.cancel.set()
         except LLMUnavailable as exc:
-            if stream.shown_text:  # the customer saw a partial answer: say plainly what follows
+            if stream.shown_text and not self.hold_until_checked:  # the customer saw a partial answer: say so
                 yield CONNECTION_DROPPED
             self.fall_back(turn, exc.reason)
             yield turn.answer
@@ -392,10 +394,12 @@ class RouterChain:
         findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
         self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
-        broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings)
+        # What the answer was written from (the message grounds nothing), and the check's own stand-in words
+        context = [h.answer for h in turn.hits] + list(STAND_INS.values())
+        broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
         check_ms += (time.perf_counter() - started) * 1000
         turn.latency_ms["check"] = round(check_ms, 3)
-        if rest and not broken:
+        if rest and not broken and not self.hold_until_checked:
             yield rest
         turn.findings = [f.as_dict() for f in findings] + [
             {"kind": d.kind, "value": d.detail[:120], "action": "draft", "detail": "customer-visible defect"}
@@ -406,10 +410,13 @@ class RouterChain:
             turn.rejected_text = result.text.strip()
             turn.answer, turn.served, turn.sources = self._instead(turn)
             yield Revised(text=turn.answer)
-        elif turn.cancelled:
-            turn.answer = stream.shown_text.strip()  # what the customer saw before pressing Stop
-        elif findings:
-            turn.answer = kept
+        elif turn.cancelled:  # what the customer saw before pressing Stop
+            turn.answer = "" if self.hold_until_checked else stream.shown_text.strip()
+        else:
+            if findings:
+                turn.answer = kept
+            if self.hold_until_checked:  # checked whole: now it may be shown
+                yield turn.answer
         decision = (f"{len(turn.findings)} finding(s): " + ", ".join(f"{f['kind']}->{f['action']}"
                                                                      for f in turn.findings)
                     if turn.findings else "no unsupported claim")
@@ -474,12 +481,13 @@ class RouterChain:
                 and not turn.findings and turn.query == turn.text and bool(turn.answer))
 
 
-def _broken(text: str, message: str, findings: list) -> list[Defect]:
+def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:
     """Why a checked LLM answer is not fit to show: a cut-off or repeating generation (the check can trim it, but
-    what is left is not an answer), or a customer-visible defect of the text that is left."""
+    what is left is not an answer), or a customer-visible defect of the text that is left, an answer not grounded
+    in the help-center text it was given among them."""
     trimmed = [Defect("cut_off" if f.kind == "truncated" else f.kind, f.value) for f in findings
                if f.kind in ("truncated", "repeated")]
-    return trimmed + [d for d in defects(text, message=message) if d.kind in BROKEN_KINDS]
+    return trimmed + [d for d in defects(text, message=message, context=context) if d.kind in BROKEN_KINDS]
 
 
 def _cleaned(shown: str, whole: str, findings: list) -> str:

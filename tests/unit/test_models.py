@@ -58,13 +58,13 @@ def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_an
     def pick(name: str):
         return settings.model_copy(update={"llm_model": name})
 
-    assert models.selected_llm(pick("qwen2.5-0.5b")) is models.QWEN25_05B
-    assert models.selected_llm(pick("smollm2")) is models.selected_llm(pick("")) is models.SMOLLM2
+    assert models.selected_llm(pick("qwen2.5-0.5b")) is models.selected_llm(pick("")) is models.QWEN25_05B
+    assert models.selected_llm(pick("smollm2")) is models.SMOLLM2
     assert models.selected_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is None  # a remote model
-    assert models.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is models.SMOLLM2  # what doctor loads there
+    assert models.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is models.QWEN25_05B  # what doctor loads there
     # the name vLLM answers to is the name the app sends
     assert served_model(pick("qwen2.5-0.5b")) == LLMServer(pick("qwen2.5-0.5b")).model == "qwen2.5-0.5b"
-    assert served_model(pick("")) == "smollm2"
+    assert served_model(pick("")) == "qwen2.5-0.5b"
     assert served_model(pick("Qwen/Qwen2.5-7B-Instruct")) == "Qwen/Qwen2.5-7B-Instruct"
     command = " ".join(vllm_command(pick("qwen2.5-0.5b"), "127.0.0.1", 8011, model="/models/qwen-vllm"))
     assert "--model /models/qwen-vllm --served-model-name qwen2.5-0.5b --host 127.0.0.1 --port 8011" in command
@@ -90,8 +90,10 @@ def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the
     assert not models._stamp_matches(folder, {"size": 10})
 
 
-def test_unconverted_qwen_says_how_to_select_and_prepare_it(tmp_path):
-    with pytest.raises(ModelError, match=r"TANDEM_LLM_MODEL=qwen2\.5-0\.5b \.venv/bin/tandem models prepare"):
+def test_an_unconverted_stand_in_says_how_to_select_and_prepare_it(tmp_path):
+    with pytest.raises(ModelError, match=r"TANDEM_LLM_MODEL=smollm2 \.venv/bin/tandem models prepare"):
+        models.converted_folder(tmp_path / "absent", models.SMOLLM2)  # not the default: the command selects it
+    with pytest.raises(ModelError, match=r"has not been converted .* Fix: \.venv/bin/tandem models prepare"):
         models.converted_folder(tmp_path / "absent", models.QWEN25_05B)
 
 

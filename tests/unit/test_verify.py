@@ -92,3 +92,12 @@ def test_a_reply_that_parrots_the_customers_message_is_an_echo():
 def test_single_quoted_menu_labels_are_key_facts():
     facts = {(f.kind, f.text) for f in key_facts("Go to 'My Account', then 'Cancel Order'. Don't wait.")}
     assert {("option", "My Account"), ("option", "Cancel Order")} <= facts
+
+
+def test_an_answer_whose_words_come_from_the_message_and_not_the_help_center_is_ungrounded():
+    context = [ANSWERS["contact_support"]]
+    assert "ungrounded" in {d.kind for d in defects("Yes, we are hiring warehouse staff at the moment.",
+                                                    message="Are you hiring warehouse staff?", context=context)}
+    assert not defects("Good morning! How can I help you today?", message="good morning", context=context)
+    express = "Yes: express shipping with UPS delivers within 1-2 business days in the EU and costs $9.90."
+    assert not defects(express, message="anything faster than standard?", context=[ANSWERS["express_shipping"]])
