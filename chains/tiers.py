@@ -139,11 +139,12 @@ def context_block(hits: Sequence[Any], limit: int = 3) -> str:
 
 
 def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
-                 draft: str | None = None) -> list[dict[str, str]]:
+                 draft: str | None = None, rewrite_context: int = 1) -> list[dict[str, str]]:
     """Messages for the LLM: rewrite the draft when there is one, else answer from the context.
 
     The stable parts come first (system prompt, then the conversation) and the per-turn context last, so each turn's
-    prompt extends the previous one's prefix. A rewrite sees only its draft (the top answer), not the runners-up.
+    prompt extends the previous one's prefix. A rewrite sees only its draft (the top answer), not the runners-up
+    (``rewrite_context`` answers; the experiment measured 3 too).
     The labels and the fence are kept out of what a customer reads by the answer checks (chains/verify.py: an echo
     of them is a defect). Measured on the demo shop's development messages with Qwen2.5-0.5B
     (scripts/prompt_shape_experiment.py): this shape served 5 of 30 LLM answers that passed every check, against 2
@@ -151,7 +152,7 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
     """
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
-    task = (f"Help-center context:\n{context_block(hits, 1 if draft else 3)}\n\n"
+    task = (f"Help-center context:\n{context_block(hits, rewrite_context if draft else 3)}\n\n"
             + (f"Draft answer to improve (keep its facts):\n{strip_planted_instructions(draft)}\n\n" if draft else "")
             + f"Customer message:\n<<<\n{query}\n>>>\n\n"
             # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chains import tiers
-from core.text import language_of
 from offline.answer_eval import run_answer_eval
 
 PRODUCT_SHAPE = tiers.llm_messages
@@ -34,23 +33,18 @@ PRODUCT_SHAPE = tiers.llm_messages
 def labelled(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
              draft: str | None = None) -> list[dict[str, str]]:
     """The product's shape, but a rewrite sees the top three answers (the runners-up too), as before."""
-    messages = [{"role": "system", "content": tiers.SYSTEM_PROMPT}]
-    messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
-    task = (f"Help-center context:\n{tiers.context_block(hits)}\n\n"
-            + (f"Draft answer to improve (keep its facts):\n{draft}\n\n" if draft else "")
-            + f"Customer message:\n<<<\n{query}\n>>>\n\n"
-            + f"Reply in {tiers.REPLY_LANGUAGE[language_of(query)]}.")
-    messages.append({"role": "user", "content": task})
-    return messages
+    return PRODUCT_SHAPE(query, hits, history, draft, rewrite_context=3)
 
 
-SHAPES = {"labelled-top1": PRODUCT_SHAPE, "labelled": labelled, "system-turn": tiers.llm_messages_system_turn}
+Shape = Callable[[str, Sequence[Any], Sequence[dict[str, str]], str | None], list[dict[str, str]]]
+SHAPES: dict[str, Shape] = {"labelled-top1": PRODUCT_SHAPE, "labelled": labelled,
+                            "system-turn": tiers.llm_messages_system_turn}
 
 
 def main(shapes: list[str]) -> None:
     results = {}
     for shape in shapes:
-        tiers.llm_messages = SHAPES[shape]  # the chain reads it from the module
+        tiers.llm_messages = SHAPES[shape]  # type: ignore[assignment]  # the chain reads it from the module
         report = run_answer_eval(["demo-dev"], log=lambda line: print(line, file=sys.stderr))
         figures = report["sets"]["demo-dev"]
         results[shape] = {"model": report["model"], **{k: figures.get(k) for k in (
