@@ -155,13 +155,17 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
     return found
 
 
+# A word, or one Han character (Chinese has no spaces: a run of eight characters is eight tokens).
+_TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W\u3400-\u9fff]+")
+
+
 def _parroted(answer: str, message: str, run: int = 8) -> str:
     """A run of ``run`` or more of the customer's own words repeated in the answer (a small model that echoes the
     message back instead of answering it), or ""."""
-    said = re.findall(r"\w+", message.lower())
+    said = _TOKEN.findall(message.lower())
     if len(said) < run:
         return ""
-    answer_words = " ".join(re.findall(r"\w+", answer.lower()))
+    answer_words = " ".join(_TOKEN.findall(answer.lower()))
     for start in range(len(said) - run + 1):
         piece = " ".join(said[start:start + run])
         if piece in answer_words:
@@ -218,8 +222,11 @@ _FUNCTION_WORDS = frozenset((
 
 
 def _content_words(text: str) -> set[str]:
-    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+|[\u3400-\u9fff]", text)}
-    return {w for w in words if w not in _FUNCTION_WORDS and (len(w) > 2 or not w.isascii())}
+    """English words that carry content, and Chinese as character bigrams (a single character says too little:
+    "人工智能会取代人类" shares characters with any help-center text, hardly a bigram)."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", text)}
+    bigrams = {run[i:i + 2] for run in re.findall(r"[\u3400-\u9fff]+", text) for i in range(len(run) - 1)}
+    return {w for w in words if w not in _FUNCTION_WORDS and len(w) > 2} | bigrams
 
 
 def _stem(word: str) -> str:

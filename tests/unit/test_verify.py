@@ -101,3 +101,11 @@ def test_an_answer_whose_words_come_from_the_message_and_not_the_help_center_is_
     assert not defects("Good morning! How can I help you today?", message="good morning", context=context)
     express = "Yes: express shipping with UPS delivers within 1-2 business days in the EU and costs $9.90."
     assert not defects(express, message="anything faster than standard?", context=[ANSWERS["express_shipping"]])
+
+
+def test_a_chinese_reply_that_repeats_the_message_or_says_what_the_help_center_does_not_is_caught():
+    zh_damaged = "请在签收后14天内通过“我的账户 > 订单 > 报告问题”反馈商品损坏，并附上1-3张商品和包装的照片。"
+    assert "echo" in {d.kind for d in defects("好的无聊啊，陪我聊会儿天", message="好无聊啊，陪我聊会儿天")}
+    assert "ungrounded" in {d.kind for d in defects("人工智能确实会取代人类。", message="你觉得人工智能会取代人类吗",
+                                                    context=[zh_damaged])}
+    assert not defects("商品损坏请在签收后14天内反馈，并附上商品和包装的照片。", message="杯子碎了", context=[zh_damaged])
