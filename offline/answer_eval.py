@@ -9,8 +9,9 @@ a real vLLM server behind it, and the final answer is scored (offline/answer_rep
 - the Chinese test split and the demo-shop set (its held-out split; ``demo-dev`` its development split) against
   the demo KB as `make demo` ships it: English and Chinese answers, Chinese in the e5 space.
 
-The eval starts its own vLLM server the way `tandem llm-server` does, on a free port, and stops it at the end
-(its whole process group), unless TANDEM_LLM_URL names a server that already answers. Each message is answered
+`tandem eval` starts its own vLLM server the way `tandem llm-server` does, on a free port, and stops it at the end
+(its whole process group), unless TANDEM_LLM_URL names a server that already answers (tandem.llm_server.
+eval_endpoint); called from code, the eval uses the endpoint it is given. Each message is answered
 fresh: no response cache, no rate limit, and no load gate (messages go one at a time; on a busy machine the gate
 would send slow answers to the small tier and hide them from the measure).
 """
@@ -19,12 +20,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -45,7 +45,6 @@ from offline.answer_report import Outcome, score, set_report, summary
 from offline.route_batch import batch_chain
 
 DEMO_SHOP = ds.EVAL_DIR / "demo_shop.csv"
-START_TIMEOUT_S = 600.0  # vLLM's CPU build starts in about 30 s idle; a busy 2-core machine needs far longer
 
 
 @dataclass(frozen=True)
@@ -137,32 +136,15 @@ class EvalLLM(LLM):
         self.client.close()
 
 
+Endpoint = AbstractContextManager[tuple[str, Callable[[], None]]]
+
+
 @contextmanager
-def llm_endpoint(settings: Settings, log: Callable[[str], None]) -> Iterator[tuple[str, Callable[[], None]]]:
-    """(base URL, wait until it answers): TANDEM_LLM_URL when a server already answers there, else a vLLM server
-    of the eval's own on a free port, started as `tandem llm-server` starts it and stopped (its whole process
-    group) on the way out. It starts in the background while the knowledge bases are built."""
-    from tandem.llm_server import LLMServer
-    from tandem.processes import free_port, wait_http
-
-    given = os.environ.get("TANDEM_LLM_URL", "")
-    if given and wait_http(given.rstrip("/") + "/models", timeout=1, ok_below=300):
-        log(f"answers: using the LLM server already up at {given}")
-        yield given, lambda: None
-        return
-    server = LLMServer(settings, port=free_port())
-    log(f"answers: starting vLLM at {server.url} (log {server.log_path})")
-    server.start(wait=False)
-
-    def ready() -> None:
-        server.wait_ready(START_TIMEOUT_S)
-        server.warm_up()
-
-    try:
-        yield server.url, ready
-    finally:
-        server.stop()
-        log("answers: vLLM stopped")
+def server_already_up(url: str, log: Callable[[str], None]) -> Iterator[tuple[str, Callable[[], None]]]:
+    """The LLM endpoint at ``url``, already answering (the eval's default; `tandem eval` starts one of its own when
+    none answers: tandem.llm_server.eval_endpoint)."""
+    log(f"answers: using the LLM server already up at {url}")
+    yield url, lambda: None
 
 
 def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thresholds) -> Outcome:
@@ -214,9 +196,10 @@ def served_model(url: str) -> str:
 
 def run_answer_eval(sets: Sequence[str] = DEFAULT_SETS, limit: int | None = None,
                     log: Callable[[str], None] = print, *, kbs: dict[str, KnowledgeBase] | None = None,
-                    records_path: Path | None = None) -> dict[str, Any]:
+                    records_path: Path | None = None, endpoint: Endpoint | None = None) -> dict[str, Any]:
     """Answer and score every message of ``sets`` (at most ``limit`` each); the report, and the per-message
-    records in ``records_path`` (JSON lines)."""
+    records in ``records_path`` (JSON lines). ``endpoint`` gives the LLM's URL and a wait until it answers (default:
+    TANDEM_LLM_URL, already up)."""
     unknown = sorted(set(sets) - set(EVAL_SETS))
     if unknown:
         raise ValueError(f"unknown answer set(s) {', '.join(unknown)}; known: {', '.join(EVAL_SETS)}")
@@ -224,7 +207,8 @@ def run_answer_eval(sets: Sequence[str] = DEFAULT_SETS, limit: int | None = None
     report: dict[str, Any] = {"date": date.today().isoformat(), "limit": limit, "max_tokens": settings.llm_max_tokens,
                               "sets": {}, "skipped": {}}
     kbs, all_records = dict(kbs or {}), []
-    with tempfile.TemporaryDirectory(prefix="tandem-answers-") as tmp, llm_endpoint(settings, log) as (url, ready):
+    endpoint = endpoint or server_already_up(settings.llm_url, log)
+    with tempfile.TemporaryDirectory(prefix="tandem-answers-") as tmp, endpoint as (url, ready):
         todo = []
         for name in sets:
             eval_set = EVAL_SETS[name]

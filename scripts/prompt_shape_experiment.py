@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from chains import tiers
+from core.settings import get_settings
 from offline.answer_eval import run_answer_eval
+from tandem.llm_server import eval_endpoint
 
 PRODUCT_SHAPE = tiers.llm_messages
 
@@ -45,7 +47,8 @@ def main(shapes: list[str]) -> None:
     results = {}
     for shape in shapes:
         tiers.llm_messages = SHAPES[shape]  # type: ignore[assignment]  # the chain reads it from the module
-        report = run_answer_eval(["demo-dev"], log=lambda line: print(line, file=sys.stderr))
+        log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        report = run_answer_eval(["demo-dev"], log=log, endpoint=eval_endpoint(get_settings(), log))
         figures = report["sets"]["demo-dev"]
         results[shape] = {"model": report["model"], **{k: figures.get(k) for k in (
             "right_drafts_rewritten", "rewrite_rejected", "rewrite_rejected_by_reason", "worse_rewrites_served",

@@ -13,10 +13,12 @@ applies to a request that sets none. Any other TANDEM_LLM_MODEL is a model vLLM 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -193,3 +195,34 @@ class LLMServer:
         deadline = time.monotonic() + timeout
         while port_in_use(self.host, self.port) and time.monotonic() < deadline:
             time.sleep(0.1)
+
+
+# vLLM's CPU build starts in about 30 s idle; a busy 2-core machine needs far longer.
+EVAL_START_TIMEOUT_S = 600.0
+
+
+@contextlib.contextmanager
+def eval_endpoint(settings: Settings, log: Callable[[str], None]) -> Iterator[tuple[str, Callable[[], None]]]:
+    """For `make eval`'s answers section: (base URL, wait until it answers). TANDEM_LLM_URL when a server already
+    answers there, else a vLLM server of the eval's own on a free port, started as `tandem llm-server` starts it
+    and stopped (its whole process group) on the way out; it starts while the knowledge bases are built."""
+    from tandem.processes import free_port
+
+    given = os.environ.get("TANDEM_LLM_URL", "")
+    if given and wait_http(given.rstrip("/") + "/models", timeout=1, ok_below=300):
+        log(f"answers: using the LLM server already up at {given}")
+        yield given, lambda: None
+        return
+    server = LLMServer(settings, port=free_port())
+    log(f"answers: starting vLLM at {server.url} (log {server.log_path})")
+    server.start(wait=False)
+
+    def ready() -> None:
+        server.wait_ready(EVAL_START_TIMEOUT_S)
+        server.warm_up()
+
+    try:
+        yield server.url, ready
+    finally:
+        server.stop()
+        log("answers: vLLM stopped")

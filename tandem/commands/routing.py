@@ -173,11 +173,14 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
             update_readme_section("eval", markdown(report))
         typer.echo(json.dumps(report["summary"], indent=1))
     if answers or answers_only:
+        from core.settings import get_settings
         from offline.answer_eval import run_answer_eval
         from offline.answer_report import markdown as answers_markdown
+        from tandem.llm_server import eval_endpoint
 
         records = out.with_name("answers.jsonl")
-        report["answers"] = run_answer_eval(chosen, limit or None, log, records_path=records)
+        report["answers"] = run_answer_eval(chosen, limit or None, log, records_path=records,
+                                            endpoint=eval_endpoint(get_settings(), log))
         out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         table = answers_markdown(report["answers"])
         if readme and not limit:
