@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from chains.state import CacheEntry, MemoryState, SharedState, Vectors
+from core.pii import host_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -99,12 +100,12 @@ class RedisState(SharedState):
             self._down_until = time.monotonic() + self.retry_s
             if not self.problem:
                 log.warning("Redis at %s unreachable (%s): cache and rate limits are per replica until it is back",
-                            self.url, exc)
+                            host_of(self.url), exc)
             self.problem = (f"Redis unreachable ({exc.__class__.__name__}): cache and rate limits are per replica "
                             f"until it is back (retrying every {self.retry_s:g} s)")
             return fallback()
         if self.problem:
-            log.warning("Redis at %s is back: shared cache and limits again", self.url)
+            log.warning("Redis at %s is back: shared cache and limits again", host_of(self.url))
             self.problem = ""
         return result
 
@@ -214,7 +215,9 @@ class RedisState(SharedState):
             self._mirrors.clear()
 
     def status(self) -> dict[str, Any]:
-        status = {"backend": "redis" if not self.problem else "redis (down: per-replica fallback)", "url": self.url,
+        # The host only: the URL may hold a password, and /healthz is public.
+        status = {"backend": "redis" if not self.problem else "redis (down: per-replica fallback)",
+                  "url": host_of(self.url),
                   "cache_entries": self.cache_size()}
         if self.problem:
             status["problem"] = self.problem

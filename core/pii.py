@@ -4,6 +4,7 @@ shared cache, masked before anything is written to the log or shown in the conso
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 # Edges of ASCII tokens. Python's \b counts Chinese characters as word characters, so "订单NW-104233" has no
 # boundary before "NW", and "请联系support@x.com" would give "请联系support" as the address's name.
@@ -37,3 +38,16 @@ def mask(text: str) -> str:
 
 def order_ids(text: str) -> list[str]:
     return [m.upper() for m in NW_ORDER.findall(text)]
+
+
+def host_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, for logs, health checks and the console: never its user, password, path or
+    query, where secrets ride (``redis://:password@host``, a webhook's token in its path)."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return "(unparsable URL)"
+    if not parts.scheme or not host:
+        return "(set)" if url else ""
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")

@@ -13,6 +13,7 @@ from prometheus_client import Gauge
 from sqlmodel import col, select
 
 from chains.metrics import get_or_create
+from core.pii import host_of
 from ops.detector import RESOLVE_MINUTES, SeriesState
 from storage.db import Database
 from storage.tables import Alert, utcnow
@@ -104,7 +105,7 @@ def notify(db: Database, url: str, alerts: Sequence[Alert], tries: int = 3,
                             session.commit()
                     break
             except httpx.HTTPError as exc:
-                log.warning("alert webhook %s: %s", url, exc)
+                log.warning("alert webhook %s: %s", host_of(url), exc)
             sleep(0.5 * 2 ** attempt)
     return delivered
 

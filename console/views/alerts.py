@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from console import ui
+from core.pii import host_of
 from core.settings import get_settings
 from ops import alerts
 from ops.job import detect, run_once
@@ -18,7 +19,7 @@ st.caption("Every minute the ops job compares each series of the request log wit
            "usual). Measured by simulation: steady traffic gives 0-0.05 false alerts a day per series; a step of 3 "
            "spreads in a rate is caught within 2 minutes 15-55 % of the time and within 3 minutes 32-78 %, every "
            "request twice as slow within 2 minutes 23-68 % (fewer when the route has more slow outliers). "
-           f"Webhook: {settings.alert_webhook or 'none (set TANDEM_ALERT_WEBHOOK)'}.")
+           f"Webhook: {host_of(settings.alert_webhook) or 'none (set TANDEM_ALERT_WEBHOOK)'}.")
 FLASH_KEY = "alerts_flash"
 if FLASH_KEY in st.session_state:
     st.success(st.session_state.pop(FLASH_KEY))

@@ -48,8 +48,11 @@ if not shown.empty:
     facts[1].metric("Total", ui.format_ms(row["total_ms"]))
     facts[2].metric("p_llm", "–" if pd.isna(row["p_llm"]) else f"{row['p_llm']:.3f}")
     facts[3].metric("Flags", ", ".join(f for f in ("degraded", "fallback", "cache_hit", "cancelled") if row[f]) or "none")
-    st.markdown(f"**Message** (PII-masked): {row['text'] or '–'}")
-    st.markdown(f"**Answer**: {row['answer'] or '–'}")
+    # Customer and model text as plain text: a link or an image in it is never rendered in the operator's browser.
+    st.markdown("**Message** (PII-masked)")
+    st.text(row["text"] or "–")
+    st.markdown("**Answer**")
+    st.text(row["answer"] or "–")
     if row["error"]:
         st.error(f"Error: {row['error']}")
     trace = [step for step in row["trace"] if isinstance(step, dict)]  # in the order the chain ran them
@@ -104,8 +107,8 @@ if handoffs.empty:
 for handoff in handoffs.itertuples():
     cols = st.columns([2, 2, 5, 1])
     cols[0].write(f"{handoff.created_at:%Y-%m-%d %H:%M}")
-    cols[1].write(f"user {handoff.user_id or '–'}")
-    cols[2].write(handoff.note or f"session {handoff.session_id}")
+    cols[1].text(f"user {handoff.user_id or '–'}")  # chosen by the caller: plain text, like the note
+    cols[2].text(handoff.note or f"session {handoff.session_id}")
     if cols[3].button("Done", key=f"handoff_done_{handoff.id}"):
         data.mark_handoff_done(ui.db(), int(handoff.id))
         st.rerun()

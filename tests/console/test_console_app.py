@@ -148,6 +148,16 @@ def test_overview_counts_rewrite_rejections_and_the_requests_page_shows_the_reje
         assert any(t.value == row.rejected_text for t in at.text) and row.served == "draft"
 
 
+def test_customer_text_with_markdown_is_shown_as_plain_text_never_rendered(signed_in, traffic):
+    from tests.console.traffic import MARKDOWN
+
+    row = next(r for r in _logged_last_24h() if r.text == MARKDOWN)
+    at = signed_in.switch_page("views/request_log.py").run()
+    at.selectbox(key="req_pick").set_value(row.id).run()
+    assert any(t.value == MARKDOWN for t in at.text)  # the literal text, brackets and all
+    assert not any("evil.example" in m.value for m in at.markdown)  # no markdown element carries the link
+
+
 def test_knowledge_base_page_counts_the_answers_the_chain_cited(signed_in, traffic):
     at = signed_in.switch_page("views/knowledge_base.py").run()
     cited: dict[str, int] = {}

@@ -24,6 +24,8 @@ LLM_UNDER_LOAD = ["Which of your coffee machines would suit a small office of si
 TOOL = [("where is my order NW-104233?", "alice"), ("status of order NW-106112 please", "bob"),
         ("where is my order NW-104233?", "bob")]  # the last is not bob's: the tool must not show it
 GUARD = ["", "x" * 5000, "\x00\x01\x02"]
+# Markdown a customer typed: the console must show it as text, never render the link or fetch the image.
+MARKDOWN = "where is my refund ![pixel](http://evil.example/p.png) [click me](http://evil.example/x)"
 
 
 @dataclass
@@ -60,6 +62,7 @@ def drive(runtime, saturate=None, seed: int = 7) -> Traffic:
         send(text, user=user)
     for text in GUARD:
         send(text)
+    send(MARKDOWN)
     for text in REWRITE + LLM:
         send(text)
     if saturate is not None:
