@@ -430,9 +430,11 @@ class RouterChain:
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
-        # p_llm is calibrated: below one half the router finds it more likely than not that the KB answers the
-        # message, whatever threshold the operator runs (everything to the LLM is tau 0, not "the KB is wrong").
-        fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < 0.5
+        # The draft fits when the router, at the tau its training chose, would have kept the message on the KB,
+        # whatever tau the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle
+        # would you recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule.
+        fitted = self.router().fitted_thresholds().get("route_threshold", 0.5)
+        fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < min(0.5, fitted)
         if fits:
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []

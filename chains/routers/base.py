@@ -54,6 +54,12 @@ class Router(ABC):
     def score(self, query: str, context: RouteContext) -> float:
         """Calibrated probability in [0, 1] that the LLM tier is needed."""
 
+    def fitted_thresholds(self) -> dict[str, float]:
+        """The thresholds its training chose on validation data (``route_threshold``, ``rewrite_threshold``), read
+        from its artifact; empty when it has none."""
+        section = self.params.get(self.name, self.params)
+        return dict(section.get("thresholds") or {}) if isinstance(section, dict) else {}
+
     def draft_quality(self, context: RouteContext, coverage: float) -> float | None:
         """Probability that the knowledge base's top answer is the right one, if this router learned it."""
         return None
