@@ -461,7 +461,7 @@ class RouterChain:
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
         turn.fallback, turn.error = True, reason
-        draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
+        draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
         return turn.finish("small", f"{tiers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")

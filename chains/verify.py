@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from chains.check import AnswerCheck, _dedupe, _other_language, claims
+from chains.tiers import SOURCES_LABEL
 
 # Menu paths: "Account > Orders > Edit order", "我的账户 > 订单 > 编辑订单". A segment is a capitalised word with at
 # most three lower-case words after it, stopping before a word that starts a clause ("... Edit order as long as").
@@ -144,13 +145,13 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("refusal", match.group(0)))
     if repeats := _dedupe(text)[1]:
         found.append(Defect("repeated", repeats[0][:80]))
-    if finish_reason == "length" or _CUT_OFF.search(_without_citations(text)):
+    if finish_reason == "length" or _CUT_OFF.search(without_citations(text)):
         found.append(Defect("cut_off", text[-40:]))
     if message.strip() and (written_in := _other_language(text, message)):
         found.append(Defect("language", written_in))
     if sources:
         found += [Defect("unsupported", c.text) for c in AnswerCheck(sources, message).unsupported(text)]
-    if context and (grounded := grounded_share(_without_citations(text), context)) < GROUNDED_SHARE:
+    if context and (grounded := grounded_share(without_citations(text), context)) < GROUNDED_SHARE:
         found.append(Defect("ungrounded", f"{grounded:.0%} of its content words are in the help-center text"))
     return found
 
@@ -173,9 +174,13 @@ def _parroted(answer: str, message: str, run: int = 8) -> str:
     return ""
 
 
-def _without_citations(text: str) -> str:
-    """The text before its "Sources: [1] ..." line (a citation list ends without a full stop)."""
-    return re.split(r"\n\s*(?:Sources: |来源：)", text)[0]
+_CITATIONS = re.compile(r"\n\s*(?:" + "|".join(re.escape(label) for label in SOURCES_LABEL.values()) + ")")
+
+
+def without_citations(text: str) -> str:
+    """The text before its "Sources: [1] ..." line (the draft's labels, chains/tiers.py): the titles it cites are
+    not facts to keep, and a citation list ends without a full stop."""
+    return _CITATIONS.split(text)[0].strip()
 
 
 @dataclass(frozen=True)

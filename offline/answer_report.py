@@ -12,19 +12,17 @@ read, and what is wrong with it), with the same functions the chain verifies rew
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from statistics import mean, median
 from typing import Any
 
-from chains.verify import defects, fact_report
+from chains.verify import defects, fact_report, without_citations
 
 LLM_TEXT = ("rewrite", "llm")  # served kinds whose text an LLM wrote
 DRAFTS = ("draft", "draft_with_caveat")  # served kinds that are the KB's draft
 SETTLED = ("guard", "cache", "tool")  # decided before any KB answer was looked up: no right answer to score
-_CITATIONS = re.compile(r"\n\s*(?:Sources: |来源：)")
 
 # issue 39's Targets, measured on the held-out parts with the real engine
 TARGETS: dict[str, tuple[str, Any]] = {
@@ -59,11 +57,6 @@ class Outcome:
     total_ms: float = 0.0
     error: str = ""
     rejected_text: str = ""       # LLM text the chain did not serve (a rejected rewrite, a replaced answer)
-
-
-def without_citations(text: str) -> str:
-    """A draft without its "Sources: [1] ..." line: the titles it cites are not facts a rewrite must repeat."""
-    return _CITATIONS.split(text)[0].strip()
 
 
 def rejection(findings: Iterable[dict[str, Any]]) -> str | None:
