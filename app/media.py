@@ -7,9 +7,11 @@ OCR and Whisper models; they load on first use or from :meth:`MediaReader.warm_u
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,12 @@ OCR_MAX_SIDE = 2000
 SAMPLE_RATE = 16_000
 # Shorter than this is a click, not a question.
 MIN_AUDIO_S = 0.3
+
+
+def gradio_upload_folder() -> Path:
+    """Where the chat UI's uploads land: Gradio's upload folder (``gradio.utils.get_upload_folder``, repeated here so
+    reading a file does not import Gradio)."""
+    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
 
 
 class AttachmentError(TandemError):
@@ -186,10 +194,68 @@ def _probe_duration(path: Path) -> float | None:
     return None
 
 
-def load_audio(path: str | Path, max_mb: float, max_s: float):
-    """Decode to 16 kHz mono float32 with PyAV; checks size, codec and length first."""
+def _too_long(name: str, max_s: float, seconds: float | None = None) -> AttachmentError:
+    length = f"{seconds:.0f} s long" if seconds is not None else f"longer than {max_s:.0f} s"
+    return AttachmentError(f"{name} is {length}; voice messages can be at most {max_s:.0f} s. "
+                           "Please send a shorter one.")
+
+
+def decode_capped(path: Path, max_s: float):
+    """Decode to 16 kHz mono float32, frame by frame, and stop with the "too long" error as soon as the decoded
+    length passes ``max_s`` (+0.5 s of slack), whatever the container declares (or does not: a FLAC written to a
+    pipe carries no length). Memory stays bounded by the limit: a 10 MB file that would decode to hours of samples
+    is refused after ``max_s`` of them. The same PyAV steps as faster-whisper's ``decode_audio`` (resampled to s16
+    mono, timestamps ignored, undecodable packets skipped), with the count kept along the way."""
+    import gc
+
     import av
-    from faster_whisper import decode_audio
+    import numpy as np
+
+    limit = int((max_s + 0.5) * SAMPLE_RATE)
+    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
+    chunks: list[np.ndarray] = []
+    total = 0
+    try:
+        with av.open(str(path), mode="r", metadata_errors="ignore") as container:
+            for frame in _audio_frames(container):
+                for out in resampler.resample(frame):
+                    samples = out.to_ndarray().reshape(-1)
+                    total += len(samples)
+                    chunks.append(samples)
+                if total > limit:
+                    raise _too_long(path.name, max_s)
+    finally:
+        resampler = None
+        gc.collect()  # PyAV's resampler keeps buffers until collected (faster-whisper issue 390)
+    pcm = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+    return pcm.astype(np.float32) / 32768.0
+
+
+def _audio_frames(container):
+    """The first audio stream's frames as they are decoded, then None (which drains the resampler)."""
+    import av
+
+    stream = container.streams.audio[0]  # IndexError: no audio stream
+    decoded = failures = 0
+    for packet in container.demux(stream):  # ends with an empty packet that drains the decoder
+        try:
+            frames = packet.decode()
+        except av.InvalidDataError:  # one damaged packet; faster-whisper skips those too
+            failures += 1
+            continue
+        for frame in frames:
+            decoded += 1
+            frame.pts = None
+            yield frame
+    if failures and not decoded:
+        raise av.InvalidDataError(0, "no packet could be decoded")
+    yield None
+
+
+def load_audio(path: str | Path, max_mb: float, max_s: float):
+    """Decode to 16 kHz mono float32 with PyAV; checks size, codec and declared length first, and the decoded length
+    as it goes (:func:`decode_capped`)."""
+    import av
 
     path = Path(path)
     _check_size(path, max_mb)
@@ -199,19 +265,17 @@ def load_audio(path: str | Path, max_mb: float, max_s: float):
     try:
         declared = _probe_duration(path)
         if declared is not None and declared > max_s + 0.5:
-            raise AttachmentError(f"{name} is {declared:.0f} s long; voice messages can be at most "
-                                  f"{max_s:.0f} s. Please send a shorter one.")
-        audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+            raise _too_long(name, max_s, declared)
+        audio = decode_capped(path, max_s)
     except AttachmentError:
         raise
     except (av.FFmpegError, OSError, ValueError, IndexError, StopIteration, RuntimeError):
-        # PyAV raises InvalidDataError for garbage, and a container without an audio stream fails
-        # inside decode_audio with IndexError/StopIteration; all mean "not usable audio".
+        # PyAV raises InvalidDataError for garbage, and a container without an audio stream has no
+        # streams.audio[0] (IndexError); all mean "not usable audio".
         raise AttachmentError(unreadable) from None
     seconds = len(audio) / SAMPLE_RATE
     if seconds > max_s + 0.5:
-        raise AttachmentError(f"{name} is {seconds:.0f} s long; voice messages can be at most {max_s:.0f} s. "
-                              "Please send a shorter one.")
+        raise _too_long(name, max_s, seconds)
     if seconds < MIN_AUDIO_S:
         raise AttachmentError(f"{name} is too short to contain speech ({seconds:.1f} s); please record again.")
     return audio
@@ -220,8 +284,12 @@ def load_audio(path: str | Path, max_mb: float, max_s: float):
 class MediaReader:
     """Reads one message's attachments: OCR for images, Whisper for voice; models load once, on first use."""
 
-    def __init__(self, settings: Settings | None = None):
+    def __init__(self, settings: Settings | None = None, upload_folders: Sequence[str | Path] | None = None):
         settings = settings or get_settings()
+        # Uploads are personal data: :meth:`extract` deletes each file in these folders once it has been read (or
+        # refused). Files elsewhere (a path an operator's test names, the repo's assets) are never touched.
+        self.upload_folders = [Path(folder).resolve() for folder in
+                               (upload_folders if upload_folders is not None else [gradio_upload_folder()])]
         self.max_mb, self.max_audio_s = settings.max_upload_mb, settings.max_audio_s
         self._ocr = None
         self._whisper = None
@@ -281,25 +349,54 @@ class MediaReader:
         kind = kind_of(path)
         return kind, (self.read_image(path) if kind == "image" else self.transcribe(path))
 
+    def discard(self, path: str | Path) -> bool:
+        """Delete an uploaded file (one inside ``upload_folders``) and the folder Gradio made for it if that is now
+        empty; returns whether the file was removed. Anything outside those folders is left alone."""
+        try:
+            resolved = Path(path).resolve()
+        except (OSError, RuntimeError):
+            return False
+        folder = next((f for f in self.upload_folders if resolved != f and resolved.is_relative_to(f)), None)
+        if folder is None:
+            return False
+        try:
+            resolved.unlink(missing_ok=True)
+        except OSError:
+            return False
+        parent = resolved.parent
+        if parent != folder:
+            try:
+                parent.rmdir()  # Gradio keeps each upload in a folder named by its hash; gone when empty
+            except OSError:
+                pass
+        return True
+
     def extract(self, paths: Iterable[str | Path]) -> Extraction:
-        """Read every file of one message; one bad file does not spoil the others."""
+        """Read every file of one message; one bad file does not spoil the others. Each uploaded file is deleted
+        once read or refused (:meth:`discard`): only the text taken from it goes on."""
         out = Extraction()
         for path in paths:
             try:
-                kind = kind_of(path)
-                out.kinds.add(kind)
-                text = self.read_image(path) if kind == "image" else self.transcribe(path)
-            except AttachmentError as exc:
-                out.errors.append(str(exc))
-                continue
-            except TandemError as exc:  # OCR or Whisper itself is not available: this file only, said plainly
-                what = "read images" if kind_of(path) == "image" else "listen to voice messages"
-                out.errors.append(f"I cannot {what} right now, so I could not use {Path(path).name}; please type "
-                                  f"your question instead. ({str(exc).splitlines()[0][:120]})")
-                continue
-            out.texts.append(text)
-            (out.read if kind == "image" else out.heard).append(text)
+                self._extract_one(path, out)
+            finally:
+                self.discard(path)
         return out
+
+    def _extract_one(self, path: str | Path, out: Extraction) -> None:
+        try:
+            kind = kind_of(path)
+            out.kinds.add(kind)
+            text = self.read_image(path) if kind == "image" else self.transcribe(path)
+        except AttachmentError as exc:
+            out.errors.append(str(exc))
+            return
+        except TandemError as exc:  # OCR or Whisper itself is not available: this file only, said plainly
+            what = "read images" if kind_of(path) == "image" else "listen to voice messages"
+            out.errors.append(f"I cannot {what} right now, so I could not use {Path(path).name}; please type "
+                              f"your question instead. ({str(exc).splitlines()[0][:120]})")
+            return
+        out.texts.append(text)
+        (out.read if kind == "image" else out.heard).append(text)
 
     def warm_up(self) -> list[str]:
         """Load OCR and Whisper now (server start) so the first customer does not wait; returns problems."""

@@ -72,7 +72,8 @@ class ChatCompletionRequest(BaseModel):
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = None
     n: int | None = None
-    user: str | None = Field(None, max_length=128, description="The customer id: order tool, rate limit, cache.")
+    user: str | None = Field(None, max_length=128, description="A label for logs. The customer's identity comes only "
+                             "from the signed X-Tandem-Customer header.")
 
     def unsupported(self) -> str | None:
         """The first parameter that Tandem refuses, or None."""
@@ -128,8 +129,9 @@ class TandemInfo(BaseModel):
     degraded: bool = False
     fallback: bool = False
     sources: list[dict[str, Any]] = Field(default_factory=list)
-    scores: dict[str, float] = Field(default_factory=dict)
-    reasons: list[str] = Field(default_factory=list)
+    reason: str = ""
+    scores: dict[str, float] | None = None   # admin keys only (operators)
+    reasons: list[str] | None = None         # admin keys only
 
 
 class ChatCompletion(BaseModel):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
+from app.access import Caller
 from app.openai_protocol import (
     MODELS,
     OPENAI_ERROR_RESPONSES,
@@ -17,46 +19,39 @@ from app.openai_protocol import (
     openai_error,
 )
 from app.openai_serving import CHANNEL, OpenAIServing, Refusal
-from app.routes import bearer_ok
+from app.routes import caller_of
+from chains.ratelimit import retry_after_s
 from chains.schema import ChatRequest
 
 router = APIRouter(prefix="/v1", tags=["OpenAI-compatible"])
 
 
-def _denied(request: Request) -> Response | None:
-    if bearer_ok(request, request.app.state.settings.api_token):
-        return None
-    return openai_error(401, "Incorrect API key provided. Send 'Authorization: Bearer <TANDEM_API_TOKEN>'.",
-                        headers={"WWW-Authenticate": "Bearer"})
-
-
-@router.get("/models", response_model=ModelList, responses=OPENAI_ERROR_RESPONSES)
-async def models(request: Request) -> Any:
+@router.get("/models", response_model=ModelList, responses=OPENAI_ERROR_RESPONSES, dependencies=[Depends(caller_of)])
+async def models() -> Any:
     """The three ways to call Tandem: routed, knowledge-base tier only, LLM tier only."""
-    if (denied := _denied(request)) is not None:
-        return denied
     return ModelList(data=[ModelCard(id=name, description=text) for name, text in MODELS.items()])
 
 
 @router.post("/chat/completions", response_model=ChatCompletion, responses=OPENAI_ERROR_RESPONSES)
-async def chat_completions(body: ChatCompletionRequest, request: Request) -> Any:
+async def chat_completions(body: ChatCompletionRequest, request: Request, caller: Caller = Depends(caller_of)) -> Any:
     """OpenAI Chat Completions. The route shows in the headers `x-tandem-route`, `x-tandem-request-id` and
     `x-tandem-degraded`, and in a `tandem` object of the body (and of the final chunk when streaming)."""
     runtime = getattr(request.app.state, "runtime", None)
     if runtime is None:
         problems = request.app.state.warm.get("problems") or ["still starting"]
         return openai_error(503, f"the assistant is not available: {'; '.join(problems)}")
-    serving = OpenAIServing(runtime, request.app.state.media)
+    serving = OpenAIServing(runtime, request.app.state.media, caller)
+    last = body.messages[-1]
+    logged = ChatRequest(message=last.content if isinstance(last.content, str) else "", user_id=body.user or "",
+                         customer=caller.customer, client=caller.client, channel=CHANNEL)
     try:
-        if _denied(request) is not None:
-            raise Refusal(401, "Incorrect API key provided. Send 'Authorization: Bearer <TANDEM_API_TOKEN>'.",
-                          headers={"WWW-Authenticate": "Bearer"})
-        serving.check(body)
+        serving.check(body, request.app.state.settings.max_answer_tokens)
+        # The limits before any attachment is decoded (OCR and Whisper are the costly part of a bad call).
+        if refusal_text := await run_in_threadpool(runtime.limiter.check, caller.limit_keys):
+            await run_in_threadpool(runtime.service.refuse, logged, refusal_text, "guard: rate limited")
+            return openai_error(429, refusal_text, headers={"Retry-After": str(retry_after_s(refusal_text))})
     except Refusal as refusal:
-        last = body.messages[-1]
-        serving.log_refusal(ChatRequest(message=last.content if isinstance(last.content, str) else "",
-                                        user_id=(body.user or "") if refusal.status != 401 else "",
-                                        channel=CHANNEL), refusal)
+        await run_in_threadpool(serving.log_refusal, logged, refusal)
         return refusal.response()
     if body.stream:
         return await serving.stream(body)

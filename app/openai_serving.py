@@ -22,6 +22,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from app.access import Caller
 from app.media import AttachmentError, MediaReader
 from app.openai_protocol import (
     MODES,
@@ -38,6 +39,7 @@ from app.openai_protocol import (
     openai_error,
 )
 from app.serving import stream_async
+from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 
@@ -63,18 +65,23 @@ MAX_HISTORY_CHARS = 2000    # characters kept of each
 
 
 class OpenAIServing:
-    def __init__(self, runtime: Runtime, media: MediaReader):
+    def __init__(self, runtime: Runtime, media: MediaReader, caller: Caller):
         self.runtime = runtime
         self.media = media
+        self.caller = caller
 
     # --- request -----------------------------------------------------------------------------------
-    def check(self, body: ChatCompletionRequest) -> None:
+    def check(self, body: ChatCompletionRequest, max_answer_tokens: int) -> None:
         if body.model not in MODES:
             raise Refusal(404, f"The model '{body.model}' does not exist. Use one of: {', '.join(MODES)} "
                                "(GET /v1/models).", param="model")
         if (name := body.unsupported()) is not None:
             raise Refusal(400, f"'{name}' is not supported by Tandem (a customer-service model answers in text, "
                                "one choice per request).", param=name)
+        asked = body.max_completion_tokens or body.max_tokens
+        if asked is not None and asked > max_answer_tokens:
+            raise Refusal(400, f"max_tokens is {asked}; this deployment answers with at most {max_answer_tokens} "
+                               "tokens (TANDEM_MAX_ANSWER_TOKENS).", param="max_tokens")
         if body.messages[-1].role != "user":
             raise Refusal(400, "the last message must come from the user (role 'user')", param="messages")
 
@@ -94,7 +101,8 @@ class OpenAIServing:
         history = [{"role": m.role, "content": _text_of(m)[:MAX_HISTORY_CHARS]} for m in body.messages[:-1]
                    if m.role in ("user", "assistant") and _text_of(m)][-MAX_HISTORY_MESSAGES:]
         kinds = (["text"] if text.strip() else []) + (["attachment"] if files else [])
-        return ChatRequest(message=text, session_id=_conversation_id(body), user_id=body.user or "",
+        return ChatRequest(message=text, session_id=_conversation_id(body, self.caller.customer or self.caller.client),
+                           user_id=body.user or "", customer=self.caller.customer, client=self.caller.client,
                            channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,
                            attachment_errors=errors, mode=MODES[body.model], history=history,
                            max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature)
@@ -132,8 +140,8 @@ class OpenAIServing:
             id=f"chatcmpl-{response.request_id}", model=body.model,
             choices=[Choice(message=AssistantMessage(content=response.answer),
                             finish_reason="length" if response.finish_reason == "length" else "stop")],
-            usage=_usage(response), tandem=_info(response))
-        return JSONResponse(completion.model_dump(), headers=_headers(response.route, response.request_id,
+            usage=_usage(response), tandem=_info(response, self.caller.operator))
+        return JSONResponse(completion.model_dump(exclude_none=True), headers=_headers(response.route, response.request_id,
                                                                       response.degraded))
 
     async def stream(self, body: ChatCompletionRequest) -> JSONResponse | StreamingResponse:
@@ -172,7 +180,7 @@ class OpenAIServing:
                 finish = "length" if item.finish_reason == "length" else "stop"
                 yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model,
                                                choices=[ChunkChoice(delta=Delta(), finish_reason=finish)],
-                                               tandem=_info(item)))
+                                               tandem=_info(item, self.caller.operator)))
                 if body.stream_options is not None and body.stream_options.include_usage:
                     yield _sse(ChatCompletionChunk(id=chunk_id, created=created, model=body.model, choices=[],
                                                    usage=_usage(item)))
@@ -198,7 +206,7 @@ class OpenAIServing:
             return None
         headers = _headers("guard", response.request_id, False)  # it reached the chain: its row is findable
         if status == 429:
-            headers["Retry-After"] = str(_retry_after_s(response.answer))
+            headers["Retry-After"] = str(retry_after_s(response.answer))
         return Refusal(status, response.answer, param="messages" if status == 400 else None, headers=headers)
 
 
@@ -228,20 +236,16 @@ def _usage(response: ChatResponse) -> Usage:
                  total_tokens=response.prompt_tokens + response.completion_tokens)
 
 
-def _info(response: ChatResponse) -> TandemInfo:
-    return TandemInfo(route=response.route, request_id=response.request_id, degraded=response.degraded,
-                      fallback=response.fallback, sources=[s.model_dump() for s in response.sources],
-                      scores=response.scores, reasons=response.reasons)
+def _info(response: ChatResponse, operator: bool) -> TandemInfo:
+    badge = response.badge()
+    if operator:
+        return TandemInfo(**{**response.public(), "reason": badge["reason"]})
+    return TandemInfo(**badge)
 
 
 def _headers(route: str, request_id: str, degraded: bool) -> dict[str, str]:
     return {"x-tandem-route": route, "x-tandem-request-id": request_id,
             "x-tandem-degraded": "true" if degraded else "false"}
-
-
-def _retry_after_s(message: str) -> int:
-    digits = [int(word) for word in message.replace("(", " ").split() if word.isdigit()]
-    return max(1, digits[-1]) if digits else 60
 
 
 def _text_of(message: ChatMessageIn) -> str:
@@ -250,10 +254,13 @@ def _text_of(message: ChatMessageIn) -> str:
     return "\n".join(p.text for p in message.content or [] if p.type == "text" and p.text)
 
 
-def _conversation_id(body: ChatCompletionRequest) -> str:
-    """One stable session per conversation: the customer and the conversation's first user message."""
+def _conversation_id(body: ChatCompletionRequest, owner: str) -> str:
+    """One stable session per conversation: its owner (the signed customer, or the key or address calling), the
+    user label and the conversation's first user message. The owner makes the id of another caller's conversation
+    unguessable; the service also refuses a session id of another owner (chains/service.py)."""
     first = next((_text_of(m) for m in body.messages if m.role == "user"), "")
-    return "oa-" + hashlib.sha256(f"{body.user or ''}\x00{first}".encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    seed = f"{owner}\x00{body.user or ''}\x00{first}"
+    return "oa-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 def _data_url_file(url: str) -> str:

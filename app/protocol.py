@@ -17,33 +17,39 @@ MAX_BODY_BYTES = 1_000_000
 
 class ChatIn(BaseModel):
     model_config = ConfigDict(extra="ignore", json_schema_extra={
-        "examples": [{"message": "Where is my order NW-104233?", "user_id": "alice"}]})
+        "examples": [{"message": "Where is my order NW-104233?", "session_id": "s-1"}]})
 
     # No length limits here on purpose: empty and over-long messages go to the service's guard, which
     # answers them with a customer-facing message and logs a request row.
     message: StrictStr
-    session_id: StrictStr = Field("", max_length=128)
-    user_id: StrictStr = Field("", max_length=128)
+    session_id: StrictStr = Field("", max_length=128, description="continue a conversation this caller opened")
+    user_id: StrictStr = Field("", max_length=128, description="a label for logs; the customer's identity comes "
+                               "only from the signed X-Tandem-Customer header")
     stream: StrictBool = Field(False, description="Stream the answer as server-sent events (`delta`, then `done`).")
 
 
 class ChatOut(BaseModel):
-    """One answer: what the customer sees, which route produced it, and why."""
+    """One answer: what the customer sees, which route produced it, and one line of why. The router's scores and
+    reasons come only to an admin key (operators); customers get the badge."""
 
     request_id: str
     route: Route
     answer: str
     sources: list[Source] = Field(default_factory=list)
-    scores: dict[str, float] = Field(default_factory=dict)
-    reasons: list[str] = Field(default_factory=list)
+    reason: str = Field("", description="why this route, in one line a customer may read")
     latency_ms: dict[str, float] = Field(default_factory=dict)
     degraded: bool = False
     fallback: bool = False
     session_id: str = ""
+    scores: dict[str, float] | None = Field(None, description="admin keys only")
+    reasons: list[str] | None = Field(None, description="admin keys only")
 
     @classmethod
-    def of(cls, response: ChatResponse) -> ChatOut:
-        return cls.model_validate(response.public())
+    def of(cls, response: ChatResponse, operator: bool = False) -> ChatOut:
+        badge = response.badge()
+        if operator:
+            return cls.model_validate({**response.public(), "reason": badge["reason"]})
+        return cls.model_validate(badge)
 
 
 class FeedbackIn(BaseModel):
@@ -90,7 +96,8 @@ class ErrorOut(BaseModel):
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut, "description": text} for code, text in (
-        (400, "the body is not JSON"), (401, "missing or wrong API token"), (404, "unknown request id"),
+        (400, "the body is not JSON"), (401, "missing or wrong API key, or a customer token that does not verify"),
+        (403, "the API key lacks the scope"), (404, "unknown request id"),
         (413, "body or message too long"), (422, "a field is missing or of the wrong type, or the message is empty"),
         (429, "rate limited"), (503, "the assistant is not available"))}
 

@@ -7,7 +7,6 @@ never produces a 500. Model calls run off the event loop, so the UI keeps being 
 
 from __future__ import annotations
 
-import hmac
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -18,9 +17,11 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_latest
 from starlette.concurrency import run_in_threadpool
 
+from app.access import Caller, Gate
 from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
 from app.serving import stream_async
 from chains.metrics import get_or_create
+from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from core.settings import Settings
@@ -63,20 +64,23 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-def bearer_ok(request: Request, token: str) -> bool:
-    """No token configured, or the right one sent as ``Authorization: Bearer <token>``."""
-    if not token:
-        return True
-    scheme, _, sent = request.headers.get("authorization", "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(sent.strip().encode(), token.encode())
+def gate_of(request: Request) -> Gate:
+    return request.app.state.gate
 
 
-def require_token(endpoint: str):
-    def check(request: Request) -> None:
-        if not bearer_ok(request, settings_of(request).api_token):
-            raise ApiError(401, "missing or wrong API token; send the header 'Authorization: Bearer <token>'",
-                           endpoint, headers={"WWW-Authenticate": "Bearer"})
-    return check
+def caller_of(request: Request) -> Caller:
+    """The checked caller (key, scope, signed customer); AccessDenied answers 401/403 in the path's API shape."""
+    return gate_of(request).caller(path=request.url.path, peer=request.client.host if request.client else "",
+                                   headers=request.headers)  # type: ignore[arg-type]  # a case-insensitive mapping
+
+
+def admitted(runtime: Runtime, caller: Caller, request: ChatRequest, endpoint: str) -> None:
+    """The rate limits, before anything of the message is read: over them, a logged row and a 429."""
+    refusal = runtime.limiter.check(caller.limit_keys)
+    if refusal:
+        response = runtime.service.refuse(request, refusal, "guard: rate limited")
+        raise ApiError(429, refusal, endpoint, headers={"Retry-After": str(retry_after_s(refusal))},
+                       request_id=response.request_id, session_id=response.session_id)
 
 
 def status_for(response: ChatResponse) -> int:
@@ -85,17 +89,17 @@ def status_for(response: ChatResponse) -> int:
     return next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), 200)
 
 
-@router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES,
-             dependencies=[Depends(require_token("chat"))])
-async def chat(body: ChatIn, runtime: Runtime = Depends(runtime_of)) -> Any:
+@router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES, response_model_exclude_none=True)
+async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runtime = Depends(runtime_of)) -> Any:
     """Answer one customer message. With `"stream": true` the answer comes as server-sent events:
     `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`. A `{"replace": "..."}`
     event replaces everything shown so far: a verified rewrite of the knowledge-base draft shown first, or what is
     served instead of an LLM answer that failed its checks."""
     request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
-                          channel="api", modality="text")
+                          customer=caller.customer, client=caller.client, channel="api", modality="text")
+    await run_in_threadpool(admitted, runtime, caller, request, "chat")
     if body.stream:
-        return StreamingResponse(_events(runtime, request), media_type="text/event-stream",
+        return StreamingResponse(_events(runtime, request, caller.operator), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
     response: ChatResponse = await run_in_threadpool(runtime.service.answer, request)
     status = status_for(response)
@@ -103,14 +107,15 @@ async def chat(body: ChatIn, runtime: Runtime = Depends(runtime_of)) -> Any:
         raise ApiError(status, response.answer, "chat", request_id=response.request_id,
                        session_id=response.session_id)
     API_RESPONSES.labels(endpoint="chat", status="200").inc()
-    return ChatOut.of(response)
+    return ChatOut.of(response, caller.operator)
 
 
-async def _events(runtime: Runtime, request: ChatRequest) -> AsyncIterator[str]:
+async def _events(runtime: Runtime, request: ChatRequest, operator: bool) -> AsyncIterator[str]:
     API_RESPONSES.labels(endpoint="chat_stream", status="200").inc()
     async for item in stream_async(runtime.service, request, threading.Event()):
         if isinstance(item, ChatResponse):
-            yield f"data: {json.dumps({'done': ChatOut.of(item).model_dump()}, ensure_ascii=False)}\n\n"
+            done = ChatOut.of(item, operator).model_dump(exclude_none=True)
+            yield f"data: {json.dumps({'done': done}, ensure_ascii=False)}\n\n"
         elif isinstance(item, Decided):
             yield f"data: {json.dumps({'route': item.route, 'request_id': item.request_id})}\n\n"
         elif isinstance(item, Revised):  # everything shown so far is replaced by this text
@@ -122,7 +127,7 @@ async def _events(runtime: Runtime, request: ChatRequest) -> AsyncIterator[str]:
 
 
 @router.post("/api/v1/feedback", response_model=FeedbackOut, responses=ERROR_RESPONSES,
-             dependencies=[Depends(require_token("feedback"))])
+             dependencies=[Depends(caller_of)])
 async def feedback(body: FeedbackIn, runtime: Runtime = Depends(runtime_of)) -> FeedbackOut:
     """Thumbs up (+1) or down (-1) on an answer, with an optional comment."""
     if not await run_in_threadpool(runtime.service.request_exists, body.request_id):
@@ -132,17 +137,12 @@ async def feedback(body: FeedbackIn, runtime: Runtime = Depends(runtime_of)) -> 
     return FeedbackOut(request_id=body.request_id)
 
 
-@router.post("/api/v1/kb/answers", response_model=KbAnswersOut, responses=ERROR_RESPONSES)
-async def kb_answers(body: KbAnswersIn, request: Request, runtime: Runtime = Depends(runtime_of)) -> KbAnswersOut:
-    """Add or replace answers (and their example questions) in the knowledge base. An operator's call: it needs
-    TANDEM_API_TOKEN set and sent. Every replica serves the change within seconds (they share the vector store)."""
-    token = settings_of(request).api_token
-    if not token:
-        raise ApiError(403, "knowledge-base writes over HTTP are off; set TANDEM_API_TOKEN and send it as "
-                            "'Authorization: Bearer <token>' (or use `tandem kb ingest`)", "kb")
-    if not bearer_ok(request, token):
-        raise ApiError(401, "missing or wrong API token; send the header 'Authorization: Bearer <token>'", "kb",
-                       headers={"WWW-Authenticate": "Bearer"})
+@router.post("/api/v1/kb/answers", response_model=KbAnswersOut, responses=ERROR_RESPONSES,
+             dependencies=[Depends(caller_of)])
+async def kb_answers(body: KbAnswersIn, runtime: Runtime = Depends(runtime_of)) -> KbAnswersOut:
+    """Add or replace answers (and their example questions) in the knowledge base. An operator's call: it needs a
+    key with the `kb` or `admin` scope. Every replica serves the change within seconds (they share the vector
+    store)."""
     rows = [AnswerRow(answer_id=a.answer_id, answer=a.answer, title=a.title, source="api", origin="api")
             for a in body.answers]
     questions = [QuestionRow(query=q, answer_id=a.answer_id, source="api") for a in body.answers
@@ -194,4 +194,5 @@ async def healthz(request: Request) -> JSONResponse:
 
 @router.get("/metrics")
 async def metrics() -> Response:
+    """Prometheus metrics: open on loopback, else with any valid key (app.server's OperatorPages)."""
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

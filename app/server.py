@@ -20,11 +20,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.access import AccessDenied, Gate
 from app.media import MediaReader
 from app.protocol import MAX_BODY_BYTES, explain
 from app.routes import ApiError, router
 from chains.runtime import Runtime, build_runtime
+from chains.schema import ChatRequest
 from core.errors import TandemError
+from core.exposure import app_exposure_problem
 from core.settings import Settings, get_settings
 
 log = logging.getLogger("tandem.app")
@@ -33,6 +36,10 @@ log = logging.getLogger("tandem.app")
 # that an ordinary oversize file reaches app.media, which explains the limit and logs the message.
 HARD_UPLOAD_FACTOR = 5
 API_PREFIXES = ("/api/", "/v1/")
+# Operators' pages: open on loopback, else they need a key (app.access.Gate.open_to).
+OPERATOR_PATHS = ("/metrics", "/api/docs", "/api/openapi.json")
+# Refused calls to these are logged as request rows, like every other bad request.
+CHAT_PATHS = ("/api/v1/chat", "/v1/chat/completions")
 # An oversize body up to this size is read and dropped before the 413 goes out (see BodyLimit); a bigger one is
 # refused at once, and the client may see the connection close instead.
 DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
@@ -124,7 +131,7 @@ def create_app(settings: Settings | None = None, runtime_factory: Callable[[], R
     settings = settings or get_settings()
     media = media or MediaReader(settings)
     app = create_api(settings, runtime_factory, media, warm)
-    blocks = build_ui(lambda: runtime_of_app(app), media)
+    blocks = build_ui(lambda: runtime_of_app(app), media, app.state.gate)
     blocks.queue(default_concurrency_limit=32)
     hard_limit_mb = max(50, int(settings.max_upload_mb * HARD_UPLOAD_FACTOR))
     return gr.mount_gradio_app(app, blocks, path="/", theme=theme(), css=CSS, footer_links=[],
@@ -180,13 +187,34 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
     app.state.media = media
     app.state.runtime = None
     app.state.warm = {"ready": False, "problems": []}
+    app.state.gate = Gate(settings, lambda: app.state.runtime.db if app.state.runtime is not None else None)
     app.include_router(router)
     app.include_router(openai_router)
     app.add_middleware(BodyLimit)
 
+    @app.middleware("http")
+    async def _operator_pages(request: Request, call_next):
+        if request.url.path in OPERATOR_PATHS:
+            try:
+                if not app.state.gate.open_to(peer=request.client.host if request.client else "",
+                                              headers=request.headers):
+                    raise AccessDenied(401, "this page is open on loopback only, or with an API key")
+            except AccessDenied as exc:
+                return error_response(request.url.path, exc.status, exc.message, headers=exc.headers)
+        return await call_next(request)
+
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return exc.response()
+
+    @app.exception_handler(AccessDenied)
+    async def _denied(request: Request, exc: AccessDenied) -> JSONResponse:
+        runtime = app.state.runtime
+        if runtime is not None and request.url.path in CHAT_PATHS:  # every refused message is a row operators see
+            channel = "openai" if request.url.path.startswith("/v1/") else "api"
+            await run_in_threadpool(runtime.service.log_refusal, ChatRequest(message="", channel=channel),
+                                    f"refused: {exc.status} {exc.message}")
+        return error_response(request.url.path, exc.status, exc.message, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -228,6 +256,19 @@ def serve(settings: Settings | None = None, host: str | None = None, port: int |
     import uvicorn
 
     settings = settings or get_settings()
-    uvicorn.run(create_app(settings), host=host or settings.host, port=port or settings.app_port,
+    host = host or settings.host
+    if problem := app_exposure_problem(host, has_api_key(settings)):
+        raise TandemError(problem)
+    uvicorn.run(create_app(settings), host=host, port=port or settings.app_port,
                 log_level="info", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S)
 
+
+
+def has_api_key(settings: Settings) -> bool:
+    """TANDEM_API_TOKEN is set, or `tandem keys create` made a key that is not revoked."""
+    if settings.api_token:
+        return True
+    from storage.api_keys import active_key_count
+    from storage.db import open_database
+
+    return active_key_count(open_database(settings.db_url).init()) > 0

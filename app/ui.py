@@ -3,29 +3,33 @@
 Handlers are plain (sync) functions and generators, so Gradio runs them in its threadpool and model
 calls never block the event loop. The chat event is exposed to `gradio_client` as ``/chat``.
 
-Who the customer is: behind a shop's site, the host page passes the signed-in user in the
-``X-Tandem-User`` header, signed with ``TANDEM_UI_USER_SECRET`` (``user.hmac``); in the demo, a
-"signed in as" picker lists the demo customers (``TANDEM_UI_USER_PICKER``). The order tool shows an order
-only to its owner, so without either the chat is a guest and order questions are refused.
+Who the customer is: behind a shop's site, the host page passes the signed-in customer in the
+``X-Tandem-Customer`` header, a token the shop's backend signs (core.identity, the same scheme as the HTTP APIs).
+In the demo on 127.0.0.1 only, a "signed in as" picker lists the demo customers (``TANDEM_UI_USER_PICKER``). The
+order tool shows an order only to its owner, so without either the chat is a guest and order questions are refused.
+
+The customer sees the route badge and one line of why; scores, reasons and the trace are for operators (console).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import html
 import queue
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from app import media
+from app.access import AccessDenied, Gate
 from app.serving import drain
+from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
+from core.exposure import is_loopback
 
 BRAND = "Northwind Goods support"
 PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
@@ -69,20 +73,10 @@ def route_badge(response: ChatResponse) -> str:
 
 
 def why_details(response: ChatResponse) -> str:
-    items = [f"<li>{html.escape(reason)}</li>" for reason in response.reasons]
-    for step in response.trace:
-        detail = ", ".join(f"{k}={_brief(v)}" for k, v in (step.get("detail") or {}).items())
-        line = f"{step.get('stage', '?')}: {step.get('decision', '')}" + (f" ({detail})" if detail else "")
-        items.append(f"<li>{html.escape(line)}</li>")
-    scores = ", ".join(f"{k}={v:.3f}" for k, v in response.scores.items() if isinstance(v, (int, float)))
-    if scores:
-        items.append(f"<li>{html.escape('scores: ' + scores)}</li>")
-    return f'<details class="why"><summary>why this route</summary><ul>{"".join(items)}</ul></details>'
-
-
-def _brief(value: Any) -> str:
-    text = f"{value:.3f}" if isinstance(value, float) else str(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    """One line a customer may read. The router's reasons, scores and trace name internals (whether an order number
+    exists, another customer's cached question) and stay in the console."""
+    reason = response.badge()["reason"]
+    return f'<details class="why"><summary>why this route</summary><p>{html.escape(reason)}</p></details>'
 
 
 def _quote(label: str, text: str) -> str:
@@ -114,30 +108,17 @@ def _files_of(message: Any) -> tuple[str, list[str]]:
     return str(message.get("text") or ""), files
 
 
-def build_request(reader: media.MediaReader, text: str, files: list[str], session_id: str, user_id: str = "",
-                  channel: str = "ui") -> tuple[ChatRequest, media.Extraction]:
+def build_request(reader: media.MediaReader, text: str, files: list[str], session_id: str, customer: str = "",
+                  client: str = "", channel: str = "ui") -> tuple[ChatRequest, media.Extraction]:
     try:
         extraction = reader.extract(files)
     except Exception as exc:  # a reader bug must not drop the message: send it on with the error
         extraction = media.Extraction(errors=[f"I could not read your attachment ({exc.__class__.__name__})."])
-    request = ChatRequest(message=text, session_id=session_id, user_id=user_id, channel=channel,
+    request = ChatRequest(message=text, session_id=session_id, user_id=customer, customer=customer, client=client,
+                          channel=channel,
                           modality=extraction.modality(text), extracted=extraction.texts,
                           attachment_errors=extraction.errors)
     return request, extraction
-
-
-def signed_user(header: str, secret: str) -> str:
-    """The user id from an ``X-Tandem-User: <user>.<hex hmac-sha256(user)>`` header, or "" if unsigned or wrong."""
-    user, _, signature = (header or "").rpartition(".")
-    if not (user and signature and secret):
-        return ""
-    expected = hmac.new(secret.encode(), user.encode(), hashlib.sha256).hexdigest()
-    return user if hmac.compare_digest(signature, expected) else ""
-
-
-def sign_user(user: str, secret: str) -> str:
-    """What a host page puts in ``X-Tandem-User`` for ``user`` (used by the shop's backend and by tests)."""
-    return f"{user}.{hmac.new(secret.encode(), user.encode(), hashlib.sha256).hexdigest()}"
 
 
 def idle_box() -> gr.MultimodalTextbox:
@@ -148,18 +129,32 @@ def idle_box() -> gr.MultimodalTextbox:
 class ChatHandlers:
     """The chat UI's event handlers over one runtime (fetched per call: it is built after the UI)."""
 
-    def __init__(self, runtime: Callable[[], Runtime], reader: media.MediaReader):
+    def __init__(self, runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Gate):
         self.runtime = runtime
         self.reader = reader
+        self.gate = gate
         self._cancels: dict[str, threading.Event] = {}  # session -> the answer now streaming
         self._lock = threading.Lock()
 
     def who(self, picked: str, request: gr.Request | None) -> str:
-        settings = self.runtime().settings
-        header = request.headers.get("x-tandem-user", "") if request is not None else ""
+        """The signed customer of the host page's header, else the demo picker's choice (loopback only), else ""."""
+        header = request.headers.get("x-tandem-customer", "") if request is not None else ""
         if header:
-            return signed_user(header, settings.ui_user_secret)
-        return (picked or "").strip() if settings.ui_user_picker else ""
+            try:
+                return self.gate.customer(header)
+            except AccessDenied:  # an expired or forged token: a guest, who can still ask everything else
+                return ""
+        return (picked or "").strip() if self.picker_shown() else ""
+
+    def picker_shown(self) -> bool:
+        settings = self.runtime().settings
+        return settings.ui_user_picker and is_loopback(settings.host)
+
+    def address(self, request: gr.Request | None) -> str:
+        client = getattr(request, "client", None) if request is not None else None
+        peer = getattr(client, "host", "") or ""
+        forwarded = request.headers.get("x-forwarded-for", "") if request is not None else ""
+        return self.gate.address(peer, forwarded)
 
     def respond(self, message: Any, history: list | None, session_id: str, request_ids: dict, picked: str = "",
                 request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
@@ -173,7 +168,8 @@ class ChatHandlers:
         if text:
             history.append({"role": "user", "content": text})
         for path in files:
-            history.append({"role": "user", "content": {"path": path}})
+            # The file's name, not the file: uploads are deleted once read (app/media.py), so a link would break.
+            history.append({"role": "user", "content": f"📎 {Path(path).name}"})
         if not text and not files:
             history.append({"role": "user", "content": "(empty message)"})
         history.append({"role": "assistant", "content": "Reading your attachment…" if files else "…"})
@@ -186,7 +182,9 @@ class ChatHandlers:
         # Attachments are read and the service runs to its end in a thread of their own: if the customer
         # presses Stop, Gradio abandons this generator, the cancel event aborts the LLM, and the request row is
         # still written.
-        items = self._turn_in_background(text, files, session_id, self.who(picked, request), cancel)
+        customer = self.who(picked, request)
+        keys = LimitKeys(address=self.address(request), customer=customer)
+        items = self._turn_in_background(text, files, session_id, customer, keys, cancel)
         first = items.get()
         if not isinstance(first, tuple):  # the turn could not even start; say so and keep the chat usable
             history[reply_at] = {"role": "assistant", "content": "Sorry, something went wrong on our side. "
@@ -223,20 +221,30 @@ class ChatHandlers:
             return
         request_ids[reply_at] = final.request_id
         history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
-        details = {**final.public(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
+        details = {**final.badge(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
                    "modality": chat_request.modality}
         yield history, idle_box(), session_id, request_ids, details
 
-    def _turn_in_background(self, text: str, files: list[str], session_id: str, user_id: str,
+    def _turn_in_background(self, text: str, files: list[str], session_id: str, customer: str, keys: LimitKeys,
                             cancel: threading.Event) -> queue.Queue:
         """The queue receives (request, extraction), then text pieces, the final ChatResponse, then None."""
         items: queue.Queue = queue.Queue()
 
         def pump() -> None:
             try:
-                chat_request, extraction = build_request(self.reader, text, files, session_id, user_id)
+                runtime = self.runtime()
+                # The limits before any attachment is read: OCR and Whisper are what a flood would cost.
+                if refusal := runtime.limiter.check(keys):
+                    limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
+                                          channel="ui", modality="text+attachment" if files else "text")
+                    items.put((limited, media.Extraction()))
+                    response = runtime.service.refuse(limited, refusal, "guard: rate limited")
+                    items.put(response.answer)
+                    items.put(response)
+                    return
+                chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
                 items.put((chat_request, extraction))
-                for item in self.runtime().service.stream(chat_request, cancel):
+                for item in runtime.service.stream(chat_request, cancel):
                     items.put(item)
             except Exception as exc:  # the service promises not to raise; if it does, tell the customer
                 items.put(exc)
@@ -291,9 +299,9 @@ class ChatHandlers:
             return []
 
 
-def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader) -> gr.Blocks:
+def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Gate) -> gr.Blocks:
     """The Blocks app (not launched). Theme and CSS are given where it is mounted (Gradio 6)."""
-    handlers = ChatHandlers(runtime, reader)
+    handlers = ChatHandlers(runtime, reader, gate)
     with gr.Blocks(title=BRAND, fill_height=True) as demo:
         session_id = gr.State("")
         request_ids = gr.State({})  # chatbot message index -> request id, for thumbs and hand-off
@@ -315,7 +323,7 @@ def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader) -> gr.Bl
 
         def picker() -> Any:
             try:
-                shown = runtime().settings.ui_user_picker
+                shown = handlers.picker_shown()
             except Exception:  # still starting
                 shown = False
             return gr.Dropdown(choices=["", *handlers.demo_users()] if shown else [""], visible=shown)

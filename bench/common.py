@@ -129,8 +129,8 @@ def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
         "TANDEM_DATABASE_URL": "", "TANDEM_CHROMA_URL": "", "TANDEM_API_TOKEN": "",
         "TANDEM_LLM_URL": f"http://127.0.0.1:{llm_port}/v1", "TANDEM_LLM_MODEL": llm.name,
         "TANDEM_LLM_MAX_TOKENS": str(max_tokens),
-        # The load generator is one user hammering the API; a per-user limit would measure the limiter.
-        "TANDEM_RATE_LIMIT_PER_MIN": "100000000",
+        # The load generator is one client hammering the API; a per-address limit would measure the limiter.
+        "TANDEM_RATE_LIMIT_PER_MIN": "0", "TANDEM_RATE_LIMIT_TOTAL_PER_MIN": "0", "TANDEM_LLM_TOKENS_PER_MIN": "0",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
     })
     reset_settings()

@@ -47,9 +47,11 @@ class RouterChain:
     def __init__(self, *, kb: KnowledgeBase, router: Callable[[], Router], cache: ResponseCache | None,
                  rules: RuleBook | None, llm: LLM | None, db: Database | None,
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
-                 run_tools: bool = True, hold_until_checked: bool = False):
+                 run_tools: bool = True, hold_until_checked: bool = False,
+                 llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
-        as written, and a failed one is replaced after the customer saw part of it)."""
+        as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
+        takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier."""
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -59,6 +61,7 @@ class RouterChain:
         self._floors: dict[tuple[str, str], dict[str, QualityFloor]] = {}
         self._floors_lock = threading.Lock()
         self.max_chars, self.top_k, self.hold_until_checked = max_chars, top_k, hold_until_checked
+        self.llm_budget, self.default_max_tokens = llm_budget, default_max_tokens
         guard, lookup, rules_step, score, threshold, load_gate = (
             RunnableLambda(stage, name=stage.__name__.strip("_"))
             for stage in (self._guard, self._cache, self._rules, self._score, self._threshold, self._load_gate))
@@ -152,7 +155,8 @@ class RouterChain:
         with timed(turn, "rules"):
             rule = self.rules.match(turn.text)
             run = rule is not None and rule.route == "tool" and self.run_tools and self.db is not None
-            result = TOOLS[rule.tool](turn.text, turn.request.user_id, self.db) if run and rule and self.db else None
+            # The signed customer only: an unsigned user_id is a label anyone can type.
+            result = TOOLS[rule.tool](turn.text, turn.request.customer, self.db) if run and rule and self.db else None
         if rule is None:
             turn.note("rules", "no rule matched")
             return turn
@@ -249,7 +253,11 @@ class RouterChain:
             turn.plan = "small"
             turn.reasons.append("no LLM tier in this run: small tier answers")
             return turn
-        admitted, why = self.llm.admit(turn.request.user_id)
+        admitted, why = self.llm.admit(turn.request.customer)
+        if admitted and self.llm_budget is not None:
+            tokens = turn.request.max_tokens or self.default_max_tokens
+            if not self.llm_budget(turn.request.client, tokens):
+                admitted, why = False, "this caller's LLM token budget for the minute is spent"
         turn.note("load", "admitted" if admitted else "degraded", reason=why)
         if not admitted:
             turn.plan, turn.degraded = "small", True
@@ -306,7 +314,7 @@ class RouterChain:
         with timed(turn, "generate"):
             yield from self.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"), cancel=turn.cancel,
                                        max_tokens=request.max_tokens, temperature=request.temperature,
-                                       user_id=request.user_id)
+                                       user_id=request.customer)
 
     def _rewritten(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         """The draft at once; the rewrite replaces it only if it keeps every key fact of the draft, contradicts
@@ -480,7 +488,17 @@ class RouterChain:
         return (self.cache is not None and turn.route in CACHEABLE_ROUTES and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
-                and not turn.findings and turn.query == turn.text and bool(turn.answer))
+                and not turn.findings and turn.query == turn.text and bool(turn.answer)
+                and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
+
+    @staticmethod
+    def _leans_on_the_conversation(turn: Turn) -> bool:
+        """Whether the answer makes a claim that only the customer's own words vouch for: the answer check accepts a
+        claim found in the message or the history (a customer may name their own link or amount), but an OpenAI
+        client writes the history itself, so a forged assistant turn would otherwise reach every later customer
+        through the shared cache. Cached answers stand on the help center alone."""
+        help_center = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", "", []), "")
+        return bool(help_center.unsupported(turn.answer))
 
 
 def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:

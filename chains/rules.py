@@ -106,6 +106,10 @@ def parse_rules(text: str) -> list[Rule]:
     return rules
 
 
+# A tool's detail may carry, under this key, its answer as logs and conversation memory may keep it (masked).
+LOGGED_ANSWER = "logged_answer"
+
+
 @dataclass(frozen=True)
 class ToolResult:
     answer: str
@@ -157,12 +161,21 @@ def order_status(text: str, user_id: str, db: Database) -> ToolResult:
         return ToolResult(reply.missing.format(id=order_id),
                           {"found": False, "order_id": order_id, "owner_check": "failed" if order else "no order"})
     items = reply.item_separator.join(item.strip() for item in order.items.split("|"))
-    parts = [reply.status.format(id=order.order_id, items=items, status=reply.statuses.get(order.status, order.status))]
+    answer = _order_reply(reply, order, order.order_id, items, order.tracking_number)
+    # The copy that logs, conversation memory and traces keep (chains/service.py stores it when masking is on):
+    # the same sentences without whose order it is: number, items and tracking number are placeholders; status,
+    # carrier and delivery date stay, so operators can still see what the customer was told.
+    logged = _order_reply(reply, order, "[order]", "[items]", "[tracking]")
+    return ToolResult(answer, {"found": True, "order_id": order_id, "status": order.status, LOGGED_ANSWER: logged})
+
+
+def _order_reply(reply: OrderReplies, order: Order, order_id: str, items: str, tracking: str) -> str:
+    parts = [reply.status.format(id=order_id, items=items, status=reply.statuses.get(order.status, order.status))]
     if order.carrier and order.tracking_number:
-        parts.append(reply.carrier.format(carrier=order.carrier, tracking=order.tracking_number))
+        parts.append(reply.carrier.format(carrier=order.carrier, tracking=tracking))
     if order.eta and order.status not in ("delivered", "cancelled", "returned"):
         parts.append(reply.eta.format(eta=order.eta))
-    return ToolResult(reply.sentence_gap.join(parts), {"found": True, "order_id": order_id, "status": order.status})
+    return reply.sentence_gap.join(parts)
 
 
 TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status}

@@ -40,6 +40,7 @@ class Runtime:
     llm: LLM | None
     chain: RouterChain
     service: TandemService
+    limiter: RateLimiter
     problems: list[str] = field(default_factory=list)
 
     def status(self) -> dict[str, Any]:
@@ -49,7 +50,7 @@ class Runtime:
         return {"kb_version": self.kb.version, "kb_entries": len(self.kb), "encoder": self.encoder.describe(),
                 "router": self.routers.current().name, "router_version": self.routers.version,
                 "settings_version": self.policy.current().version, "state": self.state.status(),
-                "cache_entries": self.state.cache_size(), "problems": problems,
+                "cache_entries": self.state.cache_size(), "rate_limits": self.limiter.status(), "problems": problems,
                 "llm": self.llm.status() if self.llm is not None else None, **self.service.status()}
 
     def close(self) -> None:
@@ -106,10 +107,11 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
         llm = LLMClient(settings, policy.current)
     routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
+    limiter = RateLimiter.from_settings(settings)
     chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
-                        hold_until_checked=settings.llm_hold_until_checked)
-    service = TandemService(chain=chain, db=db, policy=policy, limiter=RateLimiter(state, settings.rate_limit_per_min),
-                            mask_pii=settings.mask_pii)
+                        hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
+                        default_max_tokens=settings.llm_max_tokens)
+    service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
-                   rules=rules, llm=llm, chain=chain, service=service)
+                   rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)

@@ -17,7 +17,13 @@ MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Set
 class ChatRequest(BaseModel):
     message: str
     session_id: str = ""
-    user_id: str = ""
+    user_id: str = ""                         # a label the caller chose (logs, feedback); never an identity
+    # The signed-in customer, verified by the front end from a signed token (core.identity), or set by an operator's
+    # own CLI. Only this unlocks orders, the conversation history and priority on the LLM.
+    customer: str = ""
+    # The anonymous caller: "key:<api key id>" or "addr:<client address>" ("" for the operator's CLI and batch runs).
+    # It owns the sessions it opens when no customer is signed in, and its LLM token budget is counted on it.
+    client: str = ""
     channel: str = "cli"                      # cli | api | ui | batch
     modality: str = "text"                    # text, or e.g. "text+image", "audio"
     extracted: list[str] = Field(default_factory=list)  # text read from attachments (OCR, speech), shown to users
@@ -27,6 +33,11 @@ class ChatRequest(BaseModel):
     history: list[dict[str, str]] | None = None
     max_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+
+    @property
+    def owner(self) -> str:
+        """Who a session opened by this request belongs to ("" for the operator's own channels)."""
+        return f"customer:{self.customer}" if self.customer else self.client
 
     @field_validator("message", "session_id", "user_id", "extracted", "history", mode="after")
     @classmethod
@@ -93,9 +104,34 @@ class ChatResponse(BaseModel):
     finish_reason: str = "stop"  # "length" when an LLM answer was cut at the token limit
 
     def public(self) -> dict[str, Any]:
-        """The documented shape of `tandem ask --json` and `POST /api/v1/chat`."""
+        """The operator's view (`tandem ask --json`, an admin key on `POST /api/v1/chat`): scores and reasons too."""
         return self.model_dump(include=PUBLIC_FIELDS)
+
+    def badge(self) -> dict[str, Any]:
+        """What a customer may see: the route, the latency, the sources and one line of why. The scores, the reasons
+        and the trace name internals (a cached question of another customer, whether an order number exists) and
+        stay with operators."""
+        return {**self.model_dump(include=BADGE_FIELDS), "reason": customer_reason(self),
+                "latency_ms": {"total": round(self.latency_ms.get("total", 0.0), 1)}}
 
 
 PUBLIC_FIELDS = {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms", "degraded",
                  "fallback", "session_id"}
+BADGE_FIELDS = {"request_id", "route", "answer", "sources", "degraded", "fallback", "session_id"}
+CUSTOMER_REASONS = {
+    "guard": "checked before answering",
+    "cache": "the same question was answered recently",
+    "tool": "looked up by one of our tools",
+    "small": "answered from our help center",
+    "llm": "written by our assistant",
+}
+
+
+def customer_reason(response: ChatResponse) -> str:
+    """One line, the same for every customer who gets this route; never a score or another customer's words."""
+    reason = CUSTOMER_REASONS.get(response.route, "")
+    if response.route == "llm" and response.sources:
+        reason = "written by our assistant from our help center"
+    if response.degraded:
+        reason += " (we are busy: a quicker answer)"
+    return reason

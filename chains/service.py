@@ -1,9 +1,10 @@
 """The service around the chain: one message in, one answer out, exactly one request row logged.
 
-It rate-limits, reads the conversation history, runs the chain's one serving path, and logs; nothing
-else. It never raises for bad input or an internal fault: the guard (or a fallback) answers and the row
-is written. A failing database write never fails the customer either: the row waits in a backlog, is
-retried with the next write, and the backlog size is reported to operators (`status()`, `/healthz`).
+It reads the conversation history (of a session the caller owns), runs the chain's one serving path, and logs;
+nothing else. Rate limits are the front ends' (app/access.py): they run before attachments are read. It never
+raises for bad input or an internal fault: the guard (or a fallback) answers and the row is written. A failing
+database write never fails the customer either: the row waits in a backlog, is retried with the next write, and
+the backlog size is reported to operators (`status()`, `/healthz`).
 
 Rows are written by group commit: a request's row is committed before its answer returns, and requests that
 finish while another one is writing share the next transaction. Under concurrency most requests then wait for a
@@ -25,8 +26,8 @@ from sqlmodel import select
 
 from chains import metrics
 from chains.policy import FixedPolicy, LivePolicy
-from chains.ratelimit import RateLimiter
 from chains.router_chain import RouterChain
+from chains.rules import LOGGED_ANSWER
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.turn import Turn
 from core.pii import mask
@@ -34,7 +35,6 @@ from core.policy import Thresholds
 from storage.db import Database
 from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestLog, new_id, utcnow
 
-UNLIMITED_CHANNELS = ("cli", "batch")  # an operator's own CLI and batch runs are not rate limited
 LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
 
 
@@ -45,18 +45,18 @@ class _PendingRow:
     row: RequestLog
     extra: list[Any]
     new_session: bool
+    owner: str = ""
     written: bool = False
 
 
 class TandemService:
-    def __init__(self, *, chain: RouterChain, db: Database, policy: LivePolicy | FixedPolicy, limiter: RateLimiter,
-                 mask_pii: bool = True, clock: Callable[[], datetime] = utcnow):
+    def __init__(self, *, chain: RouterChain, db: Database, policy: LivePolicy | FixedPolicy, mask_pii: bool = True,
+                 clock: Callable[[], datetime] = utcnow):
         self.chain = chain
         # Row timestamps come from here: the wall clock, or a simulated one when tests replay hours of traffic.
         self.clock = clock
         self.db = db
         self.policy = policy
-        self.limiter = limiter
         self.scrub: Callable[[str], str] = mask if mask_pii else (lambda text: text)
         self._backlog: deque[_PendingRow] = deque(maxlen=100_000)
         self._queue_lock = threading.Lock()  # guards the backlog itself, held for microseconds
@@ -108,10 +108,14 @@ class TandemService:
 
     def log_refusal(self, request: ChatRequest, reason: str) -> str:
         """Log a call that a front end refused before the chain (wrong token, unknown model): one guard row."""
+        return self.refuse(request, reason, reason).request_id
+
+    def refuse(self, request: ChatRequest, answer: str, reason: str) -> ChatResponse:
+        """Answer ``answer`` without running the chain (a rate limit, a bad key), and log the row."""
         turn = self._blank_turn(request, None)
         turn.note("guard", "refused", reason=reason)
-        turn.finish("guard", reason, reason)
-        return self._complete(turn, time.perf_counter()).request_id
+        turn.finish("guard", answer, reason)
+        return self._complete(turn, time.perf_counter())
 
     def _blank_turn(self, request: ChatRequest, cancel: threading.Event | None) -> Turn:
         minted = not request.session_id
@@ -123,19 +127,33 @@ class TandemService:
         return turn
 
     def _start(self, turn: Turn) -> Turn:
-        """Live policy, history and the rate limit; inside the try, so a broken policy still logs a row."""
+        """Live policy, session ownership and history; inside the try, so a broken policy still logs a row."""
         request = turn.request
         turn.thresholds = self.policy.current()
+        if not turn.new_session and not self.owns(request.session_id, request.owner):
+            # Another caller's session id: this caller gets a conversation of its own, and reads nothing of theirs.
+            turn.request = request = request.model_copy(update={"session_id": new_id()})
+            turn.new_session = True
+            turn.note("session", "new session", reason="the session id belongs to another caller")
         if request.history is not None:
             turn.history = list(request.history)
         elif not turn.new_session:  # a session minted for this request has nothing to read
             turn.history = self.history(request.session_id)
-        refusal = "" if request.channel in UNLIMITED_CHANNELS else self.limiter.check(
-            f"user:{request.user_id}" if request.user_id else "", f"session:{request.session_id}")
-        if refusal:
-            turn.note("guard", "refused", reason="rate limited")
-            turn.finish("guard", refusal, "guard: rate limited")
         return turn
+
+    def owns(self, session_id: str, owner: str) -> bool:
+        """Whether ``owner`` may continue this session: it opened it, or nobody has (a new id it chose).
+
+        Sessions opened by the operator's own channels (owner "") are theirs alone; the operator's CLI (owner "")
+        may continue any session, as it reads the database anyway."""
+        if not owner:
+            return True
+        try:
+            with self.db.session() as session:
+                row = session.get(ChatSession, session_id)
+        except Exception:  # an unreadable database reads no history either; the turn goes on
+            return True
+        return row is None or row.owner == owner
 
     def _internal_error(self, turn: Turn, exc: Exception) -> Turn:
         turn.error = f"{exc.__class__.__name__}: {exc}"[:500]
@@ -161,31 +179,43 @@ class TandemService:
 
     # --- logging and sessions ------------------------------------------------------------------------
     def _log(self, turn: Turn, response: ChatResponse) -> None:
+        """Everything written here passes ``scrub`` (the PII mask unless TANDEM_MASK_PII=false): the texts, the
+        error, the reasons, and every string nested anywhere in ``findings`` and ``trace``."""
         request = turn.request
         scrub = self.scrub
         said = turn.text or request.message or ""
+        answer = response.answer
+        if response.route == "tool" and scrub is mask:
+            # An order-tool answer is the customer's own order: number, items, tracking number. The customer reads
+            # it in full (``response.answer`` is untouched); the request row, the conversation memory and the trace
+            # keep the copy the tool wrote with those as placeholders ("Order [order] ([items]) is **shipped**. It
+            # travels with DHL, tracking number [tracking]."), masked once more in case a tool put more in it. A
+            # tool without such a copy is stored through the PII mask like any answer.
+            answer = next((step["detail"][LOGGED_ANSWER] for step in turn.trace if step.get("stage") == "tool"
+                           and isinstance(step.get("detail", {}).get(LOGGED_ANSWER), str)), answer)
+        stored_answer = scrub(answer)
+        findings = _scrub_trace(turn.findings, scrub)
         row = RequestLog(
             id=response.request_id, created_at=self.clock(), session_id=request.session_id, user_id=request.user_id,
             channel=request.channel, modality=request.modality, text=scrub(said)[:20000],
-            answer=scrub(response.answer)[:20000], route=response.route, degraded=turn.degraded,
-            fallback=turn.fallback, cache_hit=turn.cache_hit, cancelled=turn.cancelled, findings=turn.findings,
+            answer=stored_answer[:20000], route=response.route, degraded=turn.degraded,
+            fallback=turn.fallback, cache_hit=turn.cache_hit, cancelled=turn.cancelled, findings=findings,
             served=turn.served, rejected_text=scrub(turn.rejected_text)[:20000], scores=turn.scores,
-            reasons=turn.reasons, trace=_scrub_trace(turn.trace, scrub), latency_ms=response.latency_ms,
-            total_ms=response.latency_ms.get("total", 0.0), sources=turn.sources, model=turn.model,
-            prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
-            error="; ".join(filter(None, [turn.error, *request.attachment_errors]))[:2000],
+            reasons=_scrub_trace(turn.reasons, scrub), trace=_scrub_trace(turn.trace, scrub),
+            latency_ms=response.latency_ms, total_ms=response.latency_ms.get("total", 0.0), sources=turn.sources,
+            model=turn.model, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
+            error=scrub("; ".join(filter(None, [turn.error, *request.attachment_errors])))[:2000],
             kb_version=turn.kb_version, settings_version=turn.thresholds.version)
         # Conversation memory is masked like the log: follow-ups need the topic, not the order number.
         extra: list[Any] = [
             ChatMessage(session_id=request.session_id, role="user", content=scrub(said), request_id=row.id),
-            ChatMessage(session_id=request.session_id, role="assistant", content=scrub(response.answer),
-                        request_id=row.id),
+            ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer, request_id=row.id),
         ]
         if turn.handoff:  # the answer check handed the conversation over: it lands in the console's queue
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
-                                 note="answer check: " + ", ".join(f"{f['kind']} ({f['value'][:40]})"
-                                                                   for f in turn.findings)[:2000]))
-        pending = _PendingRow(row, extra, turn.new_session)
+                                 note="answer check: " + ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})"
+                                                                   for f in findings)[:2000]))
+        pending = _PendingRow(row, extra, turn.new_session, request.owner)
         with self._queue_lock:
             self._backlog.append(pending)
         with self._log_lock:
@@ -266,7 +296,7 @@ def _open_or_touch_sessions(session: Any, batch: list[_PendingRow]) -> None:
     for session_id, opener in first.items():
         known = None if opener.new_session else session.get(ChatSession, session_id)
         if known is None:
-            session.add(ChatSession(id=session_id, user_id=opener.row.user_id))
+            session.add(ChatSession(id=session_id, user_id=opener.row.user_id, owner=opener.owner))
         else:
             known.updated_at = utcnow()
             session.add(known)
@@ -278,9 +308,13 @@ def _fresh(item: Any) -> Any:
     return type(item).model_validate(values)
 
 
-def _scrub_trace(trace: list[dict[str, Any]], scrub: Callable[[str], str]) -> list[dict[str, Any]]:
-    cleaned = []
-    for step in trace:
-        detail = {k: scrub(v) if isinstance(v, str) else v for k, v in step.get("detail", {}).items()}
-        cleaned.append({**step, "decision": scrub(step.get("decision", "")), "detail": detail})
-    return cleaned
+def _scrub_trace(value: Any, scrub: Callable[[str], str]) -> Any:
+    """``value`` (a trace, findings, reasons: any JSON-like value) with every string in it scrubbed, however deeply
+    nested in lists and dicts; keys, numbers and booleans are kept."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {key: _scrub_trace(item, scrub) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub_trace(item, scrub) for item in value]
+    return value

@@ -20,31 +20,65 @@ if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
 import streamlit as st  # noqa: E402
+from streamlit import runtime  # noqa: E402
 
-from console import auth, ui  # noqa: E402
+from console import accounts, auth, ui  # noqa: E402
 from core.errors import TandemError  # noqa: E402
+from core.settings import get_settings  # noqa: E402
 
-SIGNED_IN_KEY = "console_signed_in"
+SIGNED_IN_KEY = "console_signed_in"  # how this session signed in: "account" or "shared"
 
 st.set_page_config(page_title="Tandem console", page_icon=":material/support_agent:", layout="wide")
 
 
+def listen_host() -> str:
+    """The address this console listens on: under a real Streamlit server its server.address (what `tandem console`
+    passes from --host or TANDEM_HOST; a bare `streamlit run` leaves it unset and then listens on every interface),
+    else TANDEM_HOST (AppTest stands a mock in for the runtime and listens nowhere)."""
+    if runtime.exists() and type(runtime.get_instance()) is runtime.Runtime:
+        return str(st.get_option("server.address") or "0.0.0.0")
+    return get_settings().host
+
+
+def client_address() -> str:
+    """The browser's address for the sign-in throttle; Streamlit reports none on localhost (and AppTest a mock)."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # no client context
+        address = None
+    return address if isinstance(address, str) and address else auth.LOCAL_ADDRESS
+
+
+def refuse_exposed_default_password() -> None:
+    if problem := auth.exposure_problem(ui.db().init(), listen_host()):
+        st.error(f"The console will not start: {problem} (a bare `streamlit run` listens on every interface "
+                 "unless given --server.address 127.0.0.1).")
+        st.stop()
+
+
 def sign_in_page() -> None:
     st.title("Tandem operator console")
+    database = ui.db().init()
+    shared = not accounts.has_accounts(database)
+    if shared and not get_settings().console_password:
+        st.warning("No operator accounts and TANDEM_CONSOLE_PASSWORD is empty, so nobody can sign in. Add an account "
+                   "with `tandem operators add NAME`.")
     with st.form("sign_in", clear_on_submit=False):
-        operator = st.text_input("Operator name", value="operator", max_chars=80, key="sign_in_operator")
+        # Only the name an account signs in with: after sign-in the audit author is the verified account.
+        name = st.text_input("Operator name", value=auth.SHARED_NAME if shared else "", max_chars=80,
+                             key="sign_in_operator")
         password = st.text_input("Password", type="password", key="sign_in_password")
         submitted = st.form_submit_button("Sign in")
     if not submitted:
         return
     try:
-        outcome = auth.sign_in(ui.db().init(), password, operator.strip() or "operator")
+        outcome = auth.sign_in(database, name, password, client_address())
     except TandemError as exc:
         st.error(str(exc))
         return
     if outcome.ok:
-        st.session_state[SIGNED_IN_KEY] = True
-        st.session_state[ui.OPERATOR_KEY] = operator.strip() or "operator"
+        st.session_state[SIGNED_IN_KEY] = outcome.via
+        st.session_state[ui.OPERATOR_KEY] = outcome.operator
         st.rerun()
     st.error(outcome.message)
 
@@ -54,6 +88,11 @@ def sign_out() -> None:
         st.session_state.pop(key, None)
 
 
+refuse_exposed_default_password()
+# A session ends when its account is disabled or removed, or (shared password) once accounts exist.
+if st.session_state.get(SIGNED_IN_KEY) and not auth.still_signed_in(
+        ui.db(), str(st.session_state.get(ui.OPERATOR_KEY) or ""), str(st.session_state[SIGNED_IN_KEY])):
+    sign_out()
 if not st.session_state.get(SIGNED_IN_KEY):
     st.navigation([st.Page(sign_in_page, title="Sign in", url_path="signin")], position="hidden").run()
     st.stop()

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from console import data
+from core.errors import TandemError
 from core.settings import get_settings
 from knowledge.base import KnowledgeBase
 from ops import logframes
@@ -37,7 +38,12 @@ def knowledge_base() -> KnowledgeBase:
 
 
 def operator() -> str:
-    return st.session_state.get(OPERATOR_KEY) or "operator"
+    """The signed-in account's name, the author of every change a page saves (set only by a verified sign-in,
+    never by a widget: the sign-in form's name field has a key of its own)."""
+    name = st.session_state.get(OPERATOR_KEY)
+    if not name:
+        raise TandemError("not signed in: sign in again")
+    return str(name)
 
 
 def time_range() -> str:

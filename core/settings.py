@@ -119,13 +119,27 @@ class Settings(BaseSettings):
     max_upload_mb: float = Field(10.0, description="Largest accepted upload.")
     max_audio_s: float = Field(120.0, gt=0, description="Longest accepted voice message, in seconds.")
     mask_pii: bool = Field(True, description="Mask order numbers, emails and phones in logs and the console.")
-    api_token: str = Field("", description="When set, the HTTP API requires 'Authorization: Bearer <token>'.")
-    console_password: str = Field("tandem", description="Console login password (change it in production).")
-    rate_limit_per_min: int = Field(60, description="Messages per user and per session per minute.")
-    ui_user_picker: bool = Field(True, description="Show a 'signed in as' picker of the demo customers in the chat "
-                                 "(turn off in production and pass the user in X-Tandem-User).")
-    ui_user_secret: str = Field("", description="HMAC key of the signed X-Tandem-User header a host page sends "
-                                "(value: user.hex(hmac_sha256(key, user))).")
+    retention_days: float = Field(0.0, ge=0, description="Message text (requests, conversation memory, feedback "
+                                  "comments, handoff notes) older than N days is purged by the ops job; 0 keeps it.")
+    api_token: str = Field("", description="A single admin API key, sent as 'Authorization: Bearer <token>' (older "
+                           "setups); keys with scopes come from `tandem keys create`.")
+    console_password: str = Field("tandem", description="Console password of the shared 'operator' account when no "
+                                  "operator accounts exist (the default works on 127.0.0.1 only).")
+    identity_secret: str = Field("", description="HMAC key (HS256) of the signed customer tokens the shop's backend "
+                                 "issues (X-Tandem-Customer header). Empty: a key made once and kept in TANDEM_HOME.")
+    identity_max_ttl_s: int = Field(86400, gt=0, description="Longest lifetime a customer token may claim.")
+    trusted_proxies: str = Field("127.0.0.1,::1", description="Addresses or CIDRs of reverse proxies whose "
+                                 "X-Forwarded-For names the client; from anyone else the header is ignored.")
+    rate_limit_per_min: int = Field(60, ge=0, description="Messages per client address and per signed customer per "
+                                    "minute (0: off).")
+    rate_limit_key_per_min: int = Field(600, ge=0, description="Messages per API key per minute (0: off).")
+    rate_limit_total_per_min: int = Field(3000, ge=0, description="Messages per minute in all (0: off).")
+    llm_tokens_per_min: int = Field(20000, ge=0, description="LLM tokens (max_tokens asked) per API key or client "
+                                    "address per minute; over it a message is answered by the small tier (0: off).")
+    max_answer_tokens: int = Field(512, ge=1, le=4096, description="Most tokens a caller may ask for one answer "
+                                   "(OpenAI max_tokens); more is a 400.")
+    ui_user_picker: bool = Field(True, description="Show a 'signed in as' picker of the demo customers in the chat; "
+                                 "shown only while the app listens on 127.0.0.1 (a host page sends X-Tandem-Customer).")
 
     # --- network -------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the app and the console.")

@@ -21,10 +21,11 @@ import pandas as pd
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
+from core.settings import get_settings
 from ops import alerts, tuner
 from ops.detector import DetectorParams, SeriesState, evaluate, minute_series
 from ops.logframes import load_feedback, load_requests
-from storage import policy_store
+from storage import policy_store, retention
 from storage.db import Database
 from storage.tables import OpsEvent, OpsLease, table_of, utcnow
 
@@ -40,6 +41,7 @@ class OpsReport:
     new_alerts: list[Any] = field(default_factory=list)
     delivered: int = 0
     tuner_event: OpsEvent | None = None
+    purged: retention.PurgeReport | None = None  # when TANDEM_RETENTION_DAYS is set
     note: str = ""
 
 
@@ -117,8 +119,9 @@ def tuner_due(db: Database, now: datetime, window_min: int) -> bool:
 
 def run_once(db: Database, now: datetime | None = None, *, webhook: str = "", price_per_1k_tokens: float = 0.002,
              holder: str | None = None, force_tuner: bool = False,
-             params: DetectorParams | None = None, keep_lease: bool = True) -> OpsReport:
-    """Detect, reconcile alerts, notify, and take a tuner step when it is due (or ``force_tuner``).
+             params: DetectorParams | None = None, keep_lease: bool = True, retention_days: float = 0.0) -> OpsReport:
+    """Detect, reconcile alerts, notify, take a tuner step when it is due (or ``force_tuner``), and purge message
+    text older than ``retention_days`` (0 keeps it; storage/retention.py).
 
     The lease is kept (renewed by the next pass) unless ``keep_lease`` is False, as for a one-shot run."""
     now = now or utcnow()
@@ -126,7 +129,10 @@ def run_once(db: Database, now: datetime | None = None, *, webhook: str = "", pr
     if not take_lease(db, now, holder):
         return OpsReport(ran=False, note="another process runs the ops job now (its lease has not expired)")
     try:
-        return _pass(db, now, webhook, price_per_1k_tokens, force_tuner, params)
+        report = _pass(db, now, webhook, price_per_1k_tokens, force_tuner, params)
+        if retention_days > 0:  # under the lease: one replica purges
+            report.purged = retention.purge(db, retention_days, now)
+        return report
     finally:
         if not keep_lease:
             release_lease(db, holder)
@@ -152,9 +158,12 @@ def _pass(db: Database, now: datetime, webhook: str, price_per_1k_tokens: float,
 class OpsLoop:
     """The ops job on a daemon thread inside the app: every ``every_min`` minutes, until stopped."""
 
-    def __init__(self, db: Database, every_min: float, webhook: str = "", price_per_1k_tokens: float = 0.002):
+    def __init__(self, db: Database, every_min: float, webhook: str = "", price_per_1k_tokens: float = 0.002,
+                 retention_days: float | None = None):
         self.db, self.every_s = db, every_min * 60.0
         self.webhook, self.price = webhook, price_per_1k_tokens
+        # None: TANDEM_RETENTION_DAYS (the app builds the loop without naming it)
+        self.retention_days = get_settings().retention_days if retention_days is None else retention_days
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tandem-ops", daemon=True)
         self.last: OpsReport | None = None
@@ -171,7 +180,8 @@ class OpsLoop:
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             try:
-                self.last = run_once(self.db, webhook=self.webhook, price_per_1k_tokens=self.price)
+                self.last = run_once(self.db, webhook=self.webhook, price_per_1k_tokens=self.price,
+                                     retention_days=self.retention_days)
                 self.last_error = ""
             except Exception as exc:  # a broken pass must not kill the loop (or the app): the next one retries
                 self.last_error = f"{exc.__class__.__name__}: {exc}"

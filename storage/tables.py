@@ -86,6 +86,9 @@ class ChatSession(SQLModel, table=True):
 
     id: str = Field(default_factory=new_id, primary_key=True)
     user_id: str = Field(default="", index=True)
+    # Who opened it: "customer:<signed id>", or the anonymous client ("key:<id>" or "addr:<ip>"). Another caller
+    # naming this session id gets a new session (chains/service.py), so a conversation cannot be read by guessing.
+    owner: str = Field(default="", index=True)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 
@@ -139,7 +142,33 @@ class ConsoleLogin(SQLModel, table=True):
     id: Optional[int] = Field(default=None, primary_key=True)
     created_at: datetime = Field(default_factory=utcnow, index=True)
     operator: str = ""
+    address: str = Field(default="", index=True)
     ok: bool = False
+
+
+class ApiKey(SQLModel, table=True):
+    """An API key: only its SHA-256 is kept (keys are 32 random bytes, so a slow hash would add nothing).
+    Managed with `tandem keys create|list|revoke`; checked in app/access.py."""
+
+    __tablename__ = "api_keys"
+
+    id: str = Field(primary_key=True, description="the public part of the key, 'tdm_<id>_<secret>'")
+    name: str = ""
+    scopes: str = Field(default="chat", description="comma-separated: chat, kb, admin")
+    secret_sha256: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: Optional[datetime] = None
+
+
+class Operator(SQLModel, table=True):
+    """A console account: the password is kept as a bcrypt hash (`tandem operators add NAME`)."""
+
+    __tablename__ = "operators"
+
+    name: str = Field(primary_key=True)
+    password_bcrypt: str = ""
+    created_at: datetime = Field(default_factory=utcnow)
+    disabled: bool = False
 
 
 class RouterArtifact(SQLModel, table=True):

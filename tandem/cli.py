@@ -8,7 +8,7 @@ import sys
 import typer
 
 from core.errors import TandemError
-from tandem.commands import cluster, console, demo, kb, llm, ops, routing, serve
+from tandem.commands import access, cluster, console, demo, kb, llm, operators, ops, routing, serve
 
 # transformers draws a "Loading weights" bar for every model it loads; on a terminal that is noise around a one-line
 # answer or error. Our own progress bars (ingest, tuning, conversion) are plain tqdm and stay.
@@ -95,7 +95,7 @@ def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo kno
         typer.echo(line)
 
 
-for module in (kb, routing, llm, serve, console, demo, cluster, ops):
+for module in (kb, routing, llm, serve, console, operators, access, demo, cluster, ops):
     module.register(cli)
 
 

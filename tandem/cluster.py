@@ -58,7 +58,7 @@ http {{
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_set_header Host $http_host;
-            proxy_set_header X-Forwarded-For $remote_addr;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             # Streamed answers go out as they are made.
             proxy_buffering off;
             proxy_read_timeout 300s;

@@ -13,7 +13,8 @@ def api_client(settings, runtime=None) -> Iterator[TestClient]:
     from app.server import create_api
 
     app = create_api(settings, runtime_factory=(lambda: runtime) if runtime is not None else None, warm=False)
-    with TestClient(app) as client:
+    # The client's address is loopback, as a local caller's is (TestClient's default, "testclient", is no address).
+    with TestClient(app, client=("127.0.0.1", 50000)) as client:
         yield client
 
 

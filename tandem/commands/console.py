@@ -27,14 +27,22 @@ def register(cli: typer.Typer) -> None:
                 host: str = typer.Option(None, help="Bind address (default TANDEM_HOST).")) -> None:
         """Start the operator console (Streamlit): stats, request log, tuning, what-if replay."""
         from chains.bootstrap import prepare_storage
+        from console.accounts import has_accounts
+        from console.auth import exposure_problem
         from core.settings import get_settings
         from tandem.processes import Child, exit_on_signals, stop_all
 
         settings = get_settings()
-        prepare_storage(settings)
+        db = prepare_storage(settings)
         port = port or settings.console_port
         host = host or settings.host
-        typer.echo(f"console: http://{host}:{port}  (password: TANDEM_CONSOLE_PASSWORD)")
+        # No default password beyond loopback (`make console`, `tandem demo` and the cluster all start it here).
+        if problem := exposure_problem(db, host):
+            typer.echo(f"tandem: error: {problem}", err=True)
+            raise typer.Exit(2)
+        sign_in = ("operator accounts: `tandem operators list`" if has_accounts(db)
+                   else "name 'operator', password TANDEM_CONSOLE_PASSWORD")
+        typer.echo(f"console: http://{host}:{port}  (sign in: {sign_in})")
         exit_on_signals()
         child = Child("streamlit", streamlit_command(port, host), settings.home / "logs" / f"console-{port}.log")
         try:

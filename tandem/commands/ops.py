@@ -1,4 +1,4 @@
-"""`tandem ops run|watch|alerts|ack`: the ops autopilot from the command line (cron, or a terminal)."""
+"""`tandem ops run|watch|alerts|ack|purge`: the ops autopilot from the command line (cron, or a terminal)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ def _print(report) -> None:
         typer.echo(f"webhook: {report.delivered} delivered")
     if report.tuner_event is not None:
         typer.echo(f"autotune: {report.tuner_event.kind}: {report.tuner_event.message}")
+    if report.purged is not None:
+        typer.echo(f"retention: {report.purged.summary()}")
 
 
 @ops_cli.command("run")
@@ -48,7 +50,7 @@ def run(tune: bool = typer.Option(False, "--tune", help="Take a tuner step now (
 
     settings, db = _database()
     _print(run_once(db, webhook=settings.alert_webhook, price_per_1k_tokens=settings.llm_price_per_1k_tokens,
-                    force_tuner=tune, keep_lease=False))
+                    force_tuner=tune, keep_lease=False, retention_days=settings.retention_days))
 
 
 @ops_cli.command("watch")
@@ -59,8 +61,8 @@ def watch(every_min: float = typer.Option(1.0, min=0.1, help="Minutes between pa
     settings, db = _database()
     try:
         while True:
-            _print(run_once(db, webhook=settings.alert_webhook,
-                            price_per_1k_tokens=settings.llm_price_per_1k_tokens))
+            _print(run_once(db, webhook=settings.alert_webhook, price_per_1k_tokens=settings.llm_price_per_1k_tokens,
+                            retention_days=settings.retention_days))
             time.sleep(every_min * 60)
     except KeyboardInterrupt:
         pass
@@ -88,3 +90,17 @@ def ack(alert_id: int, who: str = typer.Option("cli", help="Who acknowledges."))
     if not acknowledge(db, alert_id, who):
         raise typer.BadParameter(f"no open alert #{alert_id}")
     typer.echo(f"acknowledged #{alert_id}")
+
+
+@ops_cli.command("purge")
+def purge(days: float = typer.Option(None, "--days", min=0, help="Purge message text older than N days "
+                                     "(default: TANDEM_RETENTION_DAYS).")) -> None:
+    """Purge message text (requests, conversation memory, feedback comments, handoff notes) older than N days;
+    the rows and their numbers stay for statistics (storage/retention.py)."""
+    from storage.retention import purge as purge_text
+
+    settings, db = _database()
+    days = settings.retention_days if days is None else days
+    if days <= 0:
+        raise typer.BadParameter("give --days N (more than 0), or set TANDEM_RETENTION_DAYS", param_hint="--days")
+    typer.echo(purge_text(db, days).summary())

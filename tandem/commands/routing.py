@@ -19,7 +19,7 @@ def register(cli: typer.Typer) -> None:
 
 
 def ask(text: str = typer.Argument(None, help="The customer's message."),
-        user: str = typer.Option("", "--user", help="User id (the order tool shows only this user's orders)."),
+        user: str = typer.Option("", "--user", help="Customer id: this operator CLI speaks as them (orders, history)."),
         session: str = typer.Option("", "--session", help="Session id, for conversation memory."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
         file: Path = typer.Option(None, "--file", exists=True, dir_okay=False,
@@ -39,11 +39,12 @@ def ask(text: str = typer.Argument(None, help="The customer's message."),
         if file is not None:
             for line in file.read_text(encoding="utf-8").splitlines():
                 if line.strip():
-                    response = runtime.service.answer(ChatRequest(message=line, user_id=user, session_id=session,
-                                                                  channel="cli"))
+                    response = runtime.service.answer(ChatRequest(message=line, user_id=user, customer=user,
+                                                                  session_id=session, channel="cli"))
                     typer.echo(json.dumps(response.public(), ensure_ascii=False))
             return
-        response = runtime.service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="cli"))
+        response = runtime.service.answer(ChatRequest(message=text, user_id=user, customer=user, session_id=session,
+                                                      channel="cli"))
     finally:
         runtime.close()
     if as_json:

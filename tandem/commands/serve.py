@@ -12,13 +12,18 @@ def register(cli: typer.Typer) -> None:
               seed: bool = typer.Option(True, help="Seed demo orders and the demo knowledge base when empty.")
               ) -> None:
         """Start the chat UI at /, Tandem's API at /api/v1 and the OpenAI-compatible API at /v1."""
+        from app.server import has_api_key
         from app.server import serve as run
         from chains.bootstrap import bootstrap
         from chains.runtime import open_kb
         from core.encoders import load_encoder
+        from core.errors import TandemError
+        from core.exposure import app_exposure_problem
         from core.settings import get_settings
 
         settings = get_settings()
+        if problem := app_exposure_problem(host or settings.host, has_api_key(settings)):  # before loading models
+            raise TandemError(problem)
         kb = open_kb(settings, load_encoder(settings.encoder)) if seed else None
         for line in bootstrap(settings, kb, seed=seed):
             typer.echo(line)

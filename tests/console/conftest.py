@@ -45,14 +45,19 @@ def traffic(settings, db, demo_kb, llm_server_process):
     return result
 
 
+ALICE_PASSWORD = "alice-console-pw"
+
+
 @pytest.fixture()
 def clean_logins(db):
-    """Each test starts with no sign-in history, so one test's throttle never locks another out."""
-    from storage.tables import ConsoleLogin
+    """Each test starts with no sign-in history and no operator accounts (so the shared password is on), and leaves
+    none: one test's throttle never locks another out, and one test's accounts never turn another's password off."""
+    from storage.tables import ConsoleLogin, Operator
 
     def wipe() -> None:
         with db.session() as session:
             session.exec(delete(ConsoleLogin))
+            session.exec(delete(Operator))
             session.commit()
 
     wipe()
@@ -74,8 +79,12 @@ def sign_in(at, password: str = "tandem", operator: str = "operator"):
 
 
 @pytest.fixture()
-def signed_in(traffic, clean_logins):
+def signed_in(traffic, clean_logins, db):
+    """A console session signed in with the operator account "alice" (removed again after the test)."""
+    from console.accounts import add_operator
+
+    add_operator(db, "alice", ALICE_PASSWORD)
     at = new_app().run()
-    sign_in(at, operator="alice")
+    sign_in(at, password=ALICE_PASSWORD, operator="alice")
     assert not at.exception, at.exception
     return at

@@ -60,7 +60,7 @@ def test_wrong_password_is_refused_then_throttled(db, traffic, clean_logins):
     assert auth.lock_seconds_for(auth.FREE_FAILURES + 1) == 2 * first_lock
     later = utcnow() + timedelta(seconds=first_lock + 1)
     assert auth.locked_for_s(db, now=later) == 0
-    assert auth.sign_in(db, "tandem", "alice", now=later).ok
+    assert auth.sign_in(db, "operator", "tandem", now=later).ok
     assert auth.locked_for_s(db, now=later) == 0
 
 
@@ -69,7 +69,7 @@ def test_slow_typos_do_not_lock(db, clean_logins):
 
     start = utcnow()
     for i in range(auth.FREE_FAILURES + 1):
-        outcome = auth.sign_in(db, "nope", "bob", now=start + timedelta(seconds=i * (auth.FAILURE_MEMORY_S / 2)))
+        outcome = auth.sign_in(db, "operator", "nope", now=start + timedelta(seconds=i * (auth.FAILURE_MEMORY_S / 2)))
         assert outcome.message == "Wrong password."
 
 

@@ -25,7 +25,8 @@ def service(runtime):
 
 
 def ask(service, text, user="alice", session=""):
-    return service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="api"))
+    """The service as a front end calls it once the customer's signed token has verified (app/access.py)."""
+    return service.answer(ChatRequest(message=text, user_id=user, customer=user, session_id=session, channel="api"))
 
 
 def row(service, request_id) -> RequestLog:

@@ -60,7 +60,7 @@ class ReliabilityApp:
 
 def app_env(home: Path, **extra: str) -> dict[str, str]:
     # The corpus and the soak are floods from one client; the limit itself is tested in test_access.py.
-    return shared_app_env(home, TANDEM_RATE_LIMIT_PER_MIN="0", **extra)
+    return shared_app_env(home, TANDEM_RATE_LIMIT_PER_MIN="0", TANDEM_RATE_LIMIT_TOTAL_PER_MIN="0", **extra)
 
 
 @pytest.fixture(scope="session")

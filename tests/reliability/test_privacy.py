@@ -78,3 +78,64 @@ def test_order_tool_shows_an_order_to_its_owner_only(api):
     for other in (bob, anonymous, bob_again):
         assert other["route"] == "tool" and "can't find order NW-104233" in other["answer"]
         assert "shipped" not in other["answer"] and "JD0146" not in other["answer"]
+
+
+def test_order_tool_answer_is_shown_in_full_and_stored_masked_in_row_memory_and_trace(settings, db, small_kb):
+    """The customer reads their order; the request row, the conversation memory and the trace keep the number,
+    items and tracking number as placeholders (status and carrier stay readable)."""
+    import json
+
+    from sqlmodel import select
+
+    from storage.tables import ChatMessage, RequestLog
+    from tests.conftest import demo_order_items
+
+    service = make_service(settings, db, small_kb)
+    response = service.answer(ChatRequest(message="Where is my order NW-104233?", user_id="alice", customer="alice",
+                                          session_id="pii-tool", channel="api"))
+    private = ["NW-104233", "JD014600003828473621", *demo_order_items("NW-104233")]
+    assert response.route == "tool" and all(value in response.answer for value in private), response.answer
+    with db.session() as session:
+        row = session.get(RequestLog, response.request_id)
+        memory = [m.content for m in session.exec(select(ChatMessage).where(ChatMessage.session_id == "pii-tool"))]
+    stored = {"answer": row.answer, "text": row.text, "trace": json.dumps(row.trace, ensure_ascii=False),
+              "memory": " ".join(memory)}
+    for where, text in stored.items():
+        assert not any(value in text for value in private), (where, text)
+    assert row.answer == "Order [order] ([items]) is **shipped**. It travels with DHL, tracking number [tracking]. " \
+                         "Expected delivery: 2026-11-20."
+    assert memory[-1] == row.answer
+
+
+def test_findings_error_reasons_and_nested_trace_values_are_stored_masked(settings, db, small_kb):
+    import json
+
+    from sqlmodel import select
+
+    from chains.schema import ChatResponse
+    from chains.turn import Turn
+    from core.policy import Thresholds
+    from storage.tables import Handoff, RequestLog
+
+    service = make_service(settings, db, small_kb)
+    request = ChatRequest(message="hi", user_id="carol", session_id="pii-nested", channel="api",
+                          attachment_errors=["voice.ogg from carol.smith@example.com could not be read"])
+    turn = Turn(request=request, thresholds=Thresholds.defaults(), text="hi")
+    turn.note("check", "removed", phones=["+1 415 555 0134", {"seen": ["NW-105390"]}], pair=("a", "NW-105390"))
+    turn.findings = [{"kind": "phone", "value": "+1 415 555 0134", "action": "removed"}]
+    turn.error = "ValueError: bad order NW-105390"
+    turn.handoff = True
+    turn.finish("small", "ok", "answer check: carol.smith@example.com is not in the sources")
+    response = ChatResponse(request_id=turn.request_id, route="small", answer="ok", session_id="pii-nested")
+    service._log(turn, response)
+    with db.session() as session:
+        row = session.get(RequestLog, turn.request_id)
+        note = session.exec(select(Handoff).where(Handoff.request_id == turn.request_id)).one().note
+    stored = {"findings": json.dumps(row.findings), "error": row.error, "reasons": json.dumps(row.reasons),
+              "trace": json.dumps(row.trace), "handoff note": note}
+    for where, text in stored.items():
+        assert not any(value in text for value in RAW_VALUES + ("NW-105390",)), (where, text)
+    assert row.findings == [{"kind": "phone", "value": "[phone]", "action": "removed"}]
+    assert row.trace[0]["detail"] == {"phones": ["[phone]", {"seen": ["[order]"]}], "pair": ["a", "[order]"]}
+    assert "[email]" in row.error and "[order]" in row.error and "[phone]" in note
+

@@ -23,8 +23,9 @@ def test_chat_happy_path_has_the_documented_shape(api):
     response = api.post("/api/v1/chat", json={"message": "How do I reset my password?", "user_id": "u-1"})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert set(body) == {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms",
-                         "degraded", "fallback", "session_id"}
+    # The customer's badge: no scores, reasons or trace (those are for admin keys and the console).
+    assert set(body) == {"request_id", "route", "answer", "sources", "reason", "latency_ms", "degraded", "fallback",
+                         "session_id"}
     assert "password" in body["answer"].lower() and body["session_id"]
     row = request_row(body["request_id"])
     assert row.channel == "api" and row.user_id == "u-1"

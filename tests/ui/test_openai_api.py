@@ -85,8 +85,10 @@ def test_history_and_follow_up_come_from_the_messages(client):
         {"role": "assistant", "content": "You can start a return under Account > Returns."},
         {"role": "user", "content": "and how long does that take?"}])
     assert done.model_extra["tandem"]["sources"]
-    assert any("follow-up" in r or "return" in r for r in done.model_extra["tandem"]["reasons"]) or \
-        done.model_extra["tandem"]["sources"][0]["answer_id"] in {"return_policy", "start_return", "refund_timing"}
+    # "and how long does that take?" alone names no topic: a return-related source means the history was read.
+    first = done.model_extra["tandem"]["sources"][0]["answer_id"]
+    assert "return" in first or "refund" in first, first
+    assert "reasons" not in done.model_extra["tandem"]  # the router's reasons are for admin keys only
 
 
 def test_an_image_part_is_read_by_ocr(client):

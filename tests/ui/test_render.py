@@ -21,11 +21,11 @@ def test_badge_names_route_latency_sources_and_escapes_titles():
     assert "<policy>" not in badge and 'class="route-badge"' in badge
 
 
-def test_why_lists_reasons_trace_and_scores():
+def test_why_is_one_customer_line_without_reasons_trace_or_scores():
     badge = route_badge(_response())
     why = badge[badge.index("<details"):]
-    assert "<summary>why this route</summary>" in why
-    assert "router: p_llm 0.21 &lt; tau 0.5" in why and "cache: miss (entries=3)" in why and "p_llm=0.210" in why
+    assert "<summary>why this route</summary>" in why and "answered from our help center" in why
+    assert "p_llm" not in why and "tau" not in why and "cache: miss" not in why and "entries" not in why
 
 
 def test_degraded_and_fallback_are_visible():

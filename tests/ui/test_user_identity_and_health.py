@@ -1,5 +1,5 @@
-"""Who the chat customer is (the demo "signed in as" picker, the host page's signed X-Tandem-User header) and what a
-real app with broken parts reports on /healthz while it keeps answering."""
+"""Who the chat customer is (the demo "signed in as" picker on loopback, the host page's signed X-Tandem-Customer
+token) and what a real app with broken parts reports on /healthz while it keeps answering."""
 
 from __future__ import annotations
 
@@ -71,27 +71,30 @@ SECRET = "host-page-secret"
 @pytest.fixture(scope="module")
 def signed_app(tmp_path_factory):
     home = tmp_path_factory.mktemp("signed-app")
-    app = start_app(home / "serve.log", app_env(home, TANDEM_UI_USER_SECRET=SECRET, TANDEM_UI_USER_PICKER="false"))
+    app = start_app(home / "serve.log", app_env(home, TANDEM_IDENTITY_SECRET=SECRET, TANDEM_UI_USER_PICKER="false"))
     yield app, home
     stop_app(app)
 
 
-def test_a_signed_user_header_is_accepted_and_a_wrongly_signed_or_unsigned_one_is_ignored(signed_app):
-    from app.ui import sign_user
+def test_a_signed_customer_token_is_accepted_and_a_forged_expired_or_unsigned_one_is_ignored(signed_app):
+    import time
+
+    from core.identity import issue_token
     from storage.tables import Handoff, RequestLog
 
     app, home = signed_app
     update = open_page(Client(app.url + "/", verbose=False))
     assert update["visible"] is False and update["choices"] == [["", ""]]  # picker off: hidden, nobody to pick
-    signed = Client(app.url + "/", verbose=False, headers={"X-Tandem-User": sign_user("alice", SECRET)})
+    signed = Client(app.url + "/", verbose=False, headers={"X-Tandem-Customer": issue_token("alice", SECRET)})
     reply, details = chat(signed, ORDER_QUESTION)
     assert details["route"] == "tool" and shows_alice_items(reply) and NOT_FOUND not in reply
     assert logged(home, RequestLog, details["request_id"]).user_id == "alice"
     notice, _comment = signed.predict("please call me", "", api_name="/handoff")
     assert logged(home, Handoff, int(notice.split("ticket #")[1].split(")")[0])).user_id == "alice"
 
-    for header in (sign_user("alice", "not-the-secret"), "alice", f"alice.{'0' * 64}"):
-        forged = Client(app.url + "/", verbose=False, headers={"X-Tandem-User": header})
+    for header in (issue_token("alice", "not-the-secret"), "alice",
+                   issue_token("alice", SECRET, ttl_s=60, now=time.time() - 3600)):
+        forged = Client(app.url + "/", verbose=False, headers={"X-Tandem-Customer": header})
         reply, details = chat(forged, ORDER_QUESTION)
         assert details["route"] == "tool" and NOT_FOUND in reply and not shows_alice_items(reply), header
         assert logged(home, RequestLog, details["request_id"]).user_id == "", header

@@ -8,7 +8,6 @@ import pytest
 from chains.cache import ResponseCache
 from chains.features import message_features, negation_signature
 from chains.guard import check_input
-from chains.ratelimit import RateLimiter
 from chains.rules import parse_rules
 from chains.state import MemoryState
 from chains.tiers import draft_answer, fill_template
@@ -107,17 +106,6 @@ def test_the_exported_trees_score_every_row_as_the_fitted_model_does():
 
 def test_negation_signature():
     assert negation_signature("cancel my order") != negation_signature("I do not want to cancel my order")
-
-
-def test_rate_limit_per_user_and_session():
-    now = [0.0]
-    limiter = RateLimiter(MemoryState(clock=lambda: now[0]), 3)
-    assert all(limiter.check("user:a", "session:1") == "" for _ in range(3))
-    refusal = limiter.check("user:a", "session:2")
-    assert "per minute" in refusal
-    assert limiter.check("user:b", "session:3") == ""
-    now[0] = 61.0
-    assert limiter.check("user:a", "session:2") == ""
 
 
 @pytest.mark.slow

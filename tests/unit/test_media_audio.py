@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import tracemalloc
 import wave
 from pathlib import Path
 
@@ -83,3 +85,37 @@ def test_one_message_with_good_and_bad_files(reader):
     assert len(got.heard) == 1 and "password" in got.heard[0].lower() and got.read == []
     assert [e.split(" ")[0] for e in got.errors] == ["corrupt.png", "empty.wav", "contract.pdf:"]
     assert got.modality("") == "audio+image" and got.modality("hi") == "text+audio+image"
+
+
+def _streamed_flac(path: Path, source: list[str], effects: tuple[str, ...] = ()) -> Path:
+    """A FLAC as a recorder writing to a pipe leaves it: sox reads raw samples from a pipe, so it cannot know the
+    length, and the STREAMINFO header says 0 samples (the container declares no duration)."""
+    raw = subprocess.run(["sox", *source, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", "-",
+                          *effects], check=True, capture_output=True).stdout
+    encoded = subprocess.run(["sox", "-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1", "-",
+                              "-t", "flac", "-"], input=raw, check=True, capture_output=True).stdout
+    path.write_bytes(encoded)
+    assert media._probe_duration(path) is None  # what the tests below rely on
+    return path
+
+
+def test_audio_that_declares_no_length_is_decoded_whole_when_short(tmp_path):
+    streamed = _streamed_flac(tmp_path / "voice.flac", [str(ASSETS / "speech.wav")])
+    audio = media.load_audio(streamed, MAX_MB, MAX_S)
+    with wave.open(str(ASSETS / "speech.wav")) as original:
+        assert len(audio) == original.getnframes()
+
+
+def test_audio_that_declares_no_length_is_refused_once_decoding_passes_the_limit(tmp_path):
+    """20 minutes in a 7 MB file against a 5 s limit: decoding stops after ~5 s of samples, so memory stays far
+    below the 20 minutes (~115 MB as int16 plus float32) that decoding it whole would hold."""
+    long = _streamed_flac(tmp_path / "long.flac", ["-n"], ("synth", "1200", "sine", "300", "vol", "0.1"))
+    assert long.stat().st_size < MAX_MB * 1024 * 1024
+    tracemalloc.start()
+    try:
+        with pytest.raises(AttachmentError, match="long.flac is longer than 5 s; voice messages can be at most 5 s"):
+            media.load_audio(long, MAX_MB, 5.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, peak
