@@ -92,7 +92,8 @@ class Settings(BaseSettings):
     breaker_failures: int = Field(3, description="Failures within the window that open the circuit breaker.")
     breaker_window_s: float = Field(30.0, description="Failure-counting window of the breaker.")
     breaker_cooldown_s: float = Field(10.0, description="Open time before a half-open probe is let through.")
-    vip_users: str = Field("", description="Comma-separated user ids that always keep the LLM under overload.")
+    vip_users: str = Field("", description="Comma-separated customer ids (signed, see TANDEM_IDENTITY_SECRET) that always "
+                           "keep the LLM under overload.")
     llm_vip_priority: int = Field(-10, description="vLLM request priority of VIP users (lower is served sooner; "
                                   "needs --scheduling-policy priority, else it is dropped after one refusal). 0: none.")
 
@@ -118,7 +119,8 @@ class Settings(BaseSettings):
     max_message_chars: int = Field(4000, description="Longer messages are refused with a clear message.")
     max_upload_mb: float = Field(10.0, description="Largest accepted upload.")
     max_audio_s: float = Field(120.0, gt=0, description="Longest accepted voice message, in seconds.")
-    mask_pii: bool = Field(True, description="Mask order numbers, emails and phones in logs and the console.")
+    mask_pii: bool = Field(True, description="Mask order numbers, emails, phones, tracking numbers and order-tool answers "
+                           "in logs, traces and the console (the customer still sees their own).")
     retention_days: float = Field(0.0, ge=0, description="Message text (requests, conversation memory, feedback "
                                   "comments, handoff notes) older than N days is purged by the ops job; 0 keeps it.")
     api_token: str = Field("", description="A single admin API key, sent as 'Authorization: Bearer <token>' (older "

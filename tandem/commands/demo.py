@@ -68,7 +68,8 @@ def run_demo(with_llm: bool = True, exit_when_ready: bool = False) -> int:
         typer.echo(f"  chat UI      {app_url}/")
         typer.echo(f"  HTTP API     {app_url}/api/v1/chat   (docs: {app_url}/api/docs)")
         typer.echo(f"  OpenAI API   {app_url}/v1            (models: tandem, tandem-small, tandem-llm)")
-        typer.echo(f"  console      {console_url}/   (password: TANDEM_CONSOLE_PASSWORD, default 'tandem')")
+        typer.echo(f"  console      {console_url}/   (sign in as 'operator' with TANDEM_CONSOLE_PASSWORD, default 'tandem', "
+                   "or with an account from `tandem operators add NAME`)")
         typer.echo(f"  LLM server   {llm_state}")
         typer.echo(f"  knowledge    {kb_state}")
         typer.echo(f"  logs         {logs}\nPress Ctrl-C to stop everything.")

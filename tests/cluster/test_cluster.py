@@ -67,8 +67,11 @@ def test_a_threshold_saved_in_the_console_is_applied_by_both_replicas_within_3_s
     monkeypatch.setenv("TANDEM_DATABASE_URL", cluster.database_url)
     reset_settings()
     try:
+        from console.accounts import add_operator
+
+        add_operator(cluster_database(cluster), "cluster-op", "cluster-op-pw")  # an account in the shared PostgreSQL
         at = AppTest.from_file(str(APP), default_timeout=60).run()
-        sign_in(at, operator="cluster-op")
+        sign_in(at, password="cluster-op-pw", operator="cluster-op")
         at = at.switch_page("views/tuning.py").run()
         at.number_input(key="tune_route_threshold").set_value(0.37)
         at.text_input(key="tune_reason").set_value("cluster test")
