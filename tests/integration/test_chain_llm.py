@@ -29,7 +29,9 @@ def runtime(llm_settings, db, demo_kb):
 
 
 def ask(runtime, text, user="dave", session="") -> ChatResponse:
-    return runtime.service.answer(ChatRequest(message=text, user_id=user, session_id=session, channel="api"))
+    """The service as a front end calls it once the customer's signed token has verified (app/access.py)."""
+    return runtime.service.answer(ChatRequest(message=text, user_id=user, customer=user, session_id=session,
+                                              channel="api"))
 
 
 def row(runtime, request_id) -> RequestLog:

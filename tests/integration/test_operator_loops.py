@@ -213,8 +213,11 @@ def test_the_consoles_promote_button_makes_the_retrained_router_live_for_a_runni
     labelled_traffic(runtime)
     assert runtime.status()["router_version"] == 0
 
+    from console.accounts import add_operator
+
+    add_operator(feedback_db, "opal", "opal-password")  # the promotion's author is the signed-in account
     at = new_app().run()
-    sign_in(at, operator="opal")
+    sign_in(at, password="opal-password", operator="opal")
     assert not at.exception, at.exception
     at = at.switch_page("views/router_training.py").run()
     assert not at.exception, at.exception

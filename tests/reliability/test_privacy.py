@@ -69,9 +69,14 @@ def test_cache_never_serves_one_users_personal_answer_to_another(api):
     assert first["route"] != "cache" and second["route"] != "cache"
 
 
-def test_order_tool_shows_an_order_to_its_owner_only(api):
+def test_order_tool_shows_an_order_to_its_owner_only(api, reliability_app):
+    from core.identity import identity_key, issue_token
+
+    key = identity_key("", reliability_app.home)  # the key the app made in its home (no TANDEM_IDENTITY_SECRET)
+
     def ask(user: str) -> dict:
-        return api.post("/api/v1/chat", json={"message": "Where is my order NW-104233?", "user_id": user}).json()
+        signed = {"X-Tandem-Customer": issue_token(user, key)} if user else {}
+        return api.post("/api/v1/chat", json={"message": "Where is my order NW-104233?"}, headers=signed).json()
 
     bob, alice, anonymous, bob_again = ask("bob"), ask("alice"), ask(""), ask("bob")
     assert alice["route"] == "tool" and "shipped" in alice["answer"] and "JD014600003828473621" in alice["answer"]
