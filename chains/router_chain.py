@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
-from chains import tiers
+from chains import answers
 from chains.cache import ResponseCache
 from chains.calibration import QualityFloor, quality_floors
 from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
@@ -195,9 +195,9 @@ class RouterChain:
             return turn
         tau = turn.thresholds.route_threshold
         p_llm = turn.scores["p_llm"]
-        turn.draft = tiers.draft_answer(turn.text, turn.hits)
+        turn.draft = answers.draft_answer(turn.text, turn.hits)
         learned = self.router().draft_quality(turn.context, turn.draft.coverage) if turn.context else None
-        quality = learned if learned is not None else tiers.draft_quality(
+        quality = learned if learned is not None else answers.draft_quality(
             turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
         turn.scores["draft_quality"] = round(quality, 4)
         rewrite_below = self.rewrite_threshold(turn)
@@ -282,13 +282,13 @@ class RouterChain:
     def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         for turn in turns:
             yield turn.decided()
-            draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
+            draft = turn.draft or answers.draft_answer(turn.text, turn.hits)
             turn.sources = draft.sources
             answer = draft.text
             if turn.no_fit:
-                answer = f"{tiers.notices(turn.text).no_fit}\n\n{answer}"
+                answer = f"{answers.notices(turn.text).no_fit}\n\n{answer}"
             if turn.degraded:
-                answer = f"{answer}\n\n{tiers.notices(turn.text).degraded}"
+                answer = f"{answer}\n\n{answers.notices(turn.text).degraded}"
             turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
             turn.finish("small", answer, "tier: small (knowledge-base draft)")
             yield answer
@@ -296,7 +296,7 @@ class RouterChain:
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
         draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
-        return tiers.llm_messages(turn.text, turn.hits, turn.history, draft)
+        return answers.llm_messages(turn.text, turn.hits, turn.history, draft)
 
     def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
@@ -366,7 +366,7 @@ class RouterChain:
         escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
         of the broken text."""
         check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
-                            turn.text, turn.thresholds.check_actions, tiers.SYSTEM_PROMPT)
+                            turn.text, turn.thresholds.check_actions, answers.SYSTEM_PROMPT)
         stream = StreamChecker(check)
         result: LLMResult | None = None
         check_ms = 0.0
@@ -434,7 +434,7 @@ class RouterChain:
     def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
         """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge
         base's draft with a one-line caveat when it fits the message, else an offer to hand over to a person."""
-        said = tiers.notices(turn.text)
+        said = answers.notices(turn.text)
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
@@ -447,8 +447,8 @@ class RouterChain:
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []
 
-    def _draft(self, turn: Turn) -> tiers.Draft:
-        return turn.draft or tiers.draft_answer(turn.text, turn.hits)
+    def _draft(self, turn: Turn) -> answers.Draft:
+        return turn.draft or answers.draft_answer(turn.text, turn.hits)
 
     def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
@@ -464,7 +464,7 @@ class RouterChain:
             turn.cancelled = True
             return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
                                                            "engine's request was aborted")
-        return turn.finish("llm", result.text.strip() or tiers.notices(turn.text).no_answer,
+        return turn.finish("llm", result.text.strip() or answers.notices(turn.text).no_answer,
                            "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
@@ -472,7 +472,7 @@ class RouterChain:
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{tiers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")
+        return turn.finish("small", f"{answers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
     # --- after the answer ---------------------------------------------------------------------------
     def _remember(self, items: Iterator[str | Decided | Revised | Turn]) -> Iterator[str | Decided | Revised | Turn]:

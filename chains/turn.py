@@ -35,7 +35,7 @@ class Turn:
     route: str = ""
     plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
     answer: str = ""
-    draft: Any = None                    # chains.tiers.Draft once the threshold stage made one
+    draft: Any = None                    # chains.answers.Draft once the threshold stage made one
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)

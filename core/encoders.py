@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import TandemError
-from core.models import MINILM_FIX, ModelError, model_path
+from core.model_files import MINILM_FIX, ModelError, model_path
 from core.passage_cache import passage_cache
 from core.settings import get_settings
 

@@ -20,8 +20,8 @@ from typing import Any
 from chains.llm import telemetry as m
 from chains.llm.base import LLM, LLMResult, LLMUnavailable
 from chains.llm.breaker import BreakerState, CircuitBreaker
+from chains.llm.endpoints import TierProfile, parse_tiers_or_default, select_tier
 from chains.llm.load import LoadTracker, OverloadGate, metrics_url_for
-from chains.llm.tiers import TierProfile, parse_tiers_or_default, select_tier
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
 

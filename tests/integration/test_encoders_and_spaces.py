@@ -35,7 +35,7 @@ def test_micro_batching_gives_the_same_vectors_in_fewer_passes(encoder):
 
 def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
     """Passages are embedded in batches of similar length; every vector must still land on its own text's row."""
-    from core.models import model_path
+    from core.model_files import model_path
 
     texts = ["refund", "Standard shipping takes 3 to 5 working days inside the EU; express arrives the next day.",
              "", "where is my parcel", "How do I change the email address on my account, and will my orders keep it?",
@@ -47,7 +47,7 @@ def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
 
 
 def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
-    from core.models import model_path
+    from core.model_files import model_path
     from offline.encoder_export import export_and_gate
 
     folder = model_path("minilm")
@@ -101,7 +101,7 @@ def test_answers_come_in_the_customers_language(bilingual_kb):
 
 
 def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder):
-    from core.models import model_path
+    from core.model_files import model_path
 
     kb = ChromaKnowledgeBase(encoder, path=tmp_path / "chroma")
     kb.ingest(DEMO_FILES[:2], progress=False)

@@ -106,7 +106,7 @@ def test_a_signed_customer_token_is_accepted_and_a_forged_expired_or_unsigned_on
 @pytest.fixture(scope="module")
 def faulty_app(tmp_path_factory):
     """An app with an unknown TANDEM_ROUTER and a damaged Whisper folder (right size, zeroed weights)."""
-    from core.models import model_path
+    from core.model_files import model_path
 
     good = model_path("whisper-base")
     models = tmp_path_factory.mktemp("damaged-models")
