@@ -20,6 +20,7 @@ from app.openai_protocol import (
 )
 from app.openai_serving import CHANNEL, OpenAIServing, Refusal
 from app.routes import caller_of
+from app.serving import available_runtime
 from chains.ratelimit import retry_after_s
 from chains.schema import ChatRequest
 
@@ -36,10 +37,7 @@ async def models() -> Any:
 async def chat_completions(body: ChatCompletionRequest, request: Request, caller: Caller = Depends(caller_of)) -> Any:
     """OpenAI Chat Completions. The route shows in the headers `x-tandem-route`, `x-tandem-request-id` and
     `x-tandem-degraded`, and in a `tandem` object of the body (and of the final chunk when streaming)."""
-    runtime = getattr(request.app.state, "runtime", None)
-    if runtime is None:
-        problems = request.app.state.warm.get("problems") or ["still starting"]
-        return openai_error(503, f"the assistant is not available: {'; '.join(problems)}")
+    runtime = available_runtime(request.app.state)
     serving = OpenAIServing(runtime, request.app.state.media, caller)
     last = body.messages[-1]
     logged = ChatRequest(message=last.content if isinstance(last.content, str) else "", user_id=body.user or "",

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.access import Caller, Gate
 from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
-from app.serving import stream_async
+from app.serving import available_runtime, stream_async
 from chains.metrics import get_or_create
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
@@ -57,11 +57,7 @@ def settings_of(request: Request) -> Settings:
 
 
 def runtime_of(request: Request) -> Runtime:
-    runtime = getattr(request.app.state, "runtime", None)
-    if runtime is None:
-        problems = request.app.state.warm.get("problems") or ["still starting"]
-        raise ApiError(503, f"the assistant is not available: {'; '.join(problems)}", "other")
-    return runtime
+    return available_runtime(request.app.state)
 
 
 def gate_of(request: Request) -> Gate:

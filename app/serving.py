@@ -1,4 +1,5 @@
-"""Serving logic shared by the HTTP APIs and the chat UI: run the service's stream off the event loop.
+"""Serving logic shared by the HTTP APIs and the chat UI: the runtime or why there is none, and the service's
+stream run off the event loop.
 
 The service's ``stream`` is a plain generator that may block on the LLM for seconds. Here it runs in a
 thread of its own and hands its items over a queue, so the front end stays responsive, and a front end
@@ -12,11 +13,28 @@ import asyncio
 import queue
 import threading
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
+from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.service import TandemService
+from core.errors import TandemError
 
 _END = object()
+
+
+class Unavailable(TandemError):
+    """No runtime to answer with: it is still being built, or building it failed. The APIs answer 503
+    (app.server maps it, in each API's shape); the chat UI shows the message like any TandemError."""
+
+
+def available_runtime(state: Any) -> Runtime:
+    """The app's runtime (``app.state``), or :class:`Unavailable` saying what kept it from being built."""
+    runtime = getattr(state, "runtime", None)
+    if runtime is None:
+        problems = state.warm.get("problems") or ["still starting"]
+        raise Unavailable(f"the assistant is not available: {'; '.join(problems)}")
+    return runtime
 
 
 def drain(items: queue.Queue) -> Iterator[str | Decided | Revised | ChatResponse | Exception]:
