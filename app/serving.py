@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
 from chains.runtime import Runtime
@@ -20,7 +20,8 @@ from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.service import TandemService
 from core.errors import TandemError
 
-_END = object()
+# What the pump puts after the last item: the producer is done (it ended, or raised and its exception went first).
+END = object()
 
 
 class Unavailable(TandemError):
@@ -37,9 +38,24 @@ def available_runtime(state: Any) -> Runtime:
     return runtime
 
 
+def pump(produce: Callable[[], Iterable[Any]], put: Callable[[object], None], name: str) -> None:
+    """Run the blocking ``produce()`` in a daemon thread of its own and ``put`` each item it yields, the exception
+    it raises (as an item: the consumer decides what to tell the customer), and :data:`END` last, always."""
+    def run() -> None:
+        try:
+            for item in produce():
+                put(item)
+        except Exception as exc:
+            put(exc)
+        finally:
+            put(END)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+
 def drain(items: queue.Queue) -> Iterator[str | Decided | Revised | ChatResponse | Exception]:
-    """The queue's items until the end marker."""
-    while (item := items.get()) is not None:
+    """The queue's items until :data:`END`."""
+    while (item := items.get()) is not END:
         yield item
 
 
@@ -55,18 +71,9 @@ async def stream_async(service: TandemService, request: ChatRequest,
         except RuntimeError:  # the loop is gone (server shutting down): the service still logs the row
             cancel.set()
 
-    def pump() -> None:
-        try:
-            for item in service.stream(request, cancel):
-                put(item)
-        except Exception as exc:
-            put(exc)
-        finally:
-            put(_END)
-
-    threading.Thread(target=pump, name="tandem-http-turn", daemon=True).start()
+    pump(lambda: service.stream(request, cancel), put, "tandem-http-turn")
     try:
-        while (item := await handoff.get()) is not _END:
+        while (item := await handoff.get()) is not END:
             yield item
     finally:
         cancel.set()  # harmless after the end; mid-stream it aborts the LLM request
