@@ -1,5 +1,5 @@
-"""Serving logic shared by the HTTP APIs and the chat UI: the runtime or why there is none, and the service's
-stream run off the event loop.
+"""Serving logic shared by the HTTP APIs and the chat UI: the runtime or why there is none, the HTTP status of a
+refusal, and the service's stream run off the event loop.
 
 The service's ``stream`` is a plain generator that may block on the LLM for seconds. Here it runs in a
 thread of its own and hands its items over a queue, so the front end stays responsive, and a front end
@@ -12,13 +12,21 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.service import TandemService
 from core.errors import TandemError
+
+# Guard refusals that mean "the client sent something unusable", by code (ChatResponse.refusal), and the status
+# Tandem's API answers them with; the guard's message is the error text. Any other guard answer (no words, an
+# internal-error apology) is a chat answer: 200.
+REFUSAL_STATUS: Mapping[str, int] = {"too_long": 413, "empty": 422, "control_only": 422, "rate_limited": 429}
+# OpenAI's API differs: every unusable message is a 400 (its SDKs raise BadRequestError), and it takes attachments.
+OPENAI_REFUSAL_STATUS: Mapping[str, int] = {
+    **REFUSAL_STATUS, **dict.fromkeys(("too_long", "empty", "control_only", "attachment_unreadable"), 400)}
 
 # What the pump puts after the last item: the producer is done (it ended, or raised and its exception went first).
 END = object()
@@ -36,6 +44,13 @@ def available_runtime(state: Any) -> Runtime:
         problems = state.warm.get("problems") or ["still starting"]
         raise Unavailable(f"the assistant is not available: {'; '.join(problems)}")
     return runtime
+
+
+def refusal_status(response: ChatResponse, statuses: Mapping[str, int] = REFUSAL_STATUS) -> int | None:
+    """The HTTP error status for a refused message (``statuses``: an API's table above); None for an answer."""
+    if response.route != "guard":
+        return None
+    return statuses.get(response.refusal)
 
 
 def pump(produce: Callable[[], Iterable[Any]], put: Callable[[object], None], name: str) -> None:

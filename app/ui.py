@@ -238,7 +238,7 @@ class ChatHandlers:
                 limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
                                       channel="ui", modality="text+attachment" if files else "text")
                 yield limited, media.Extraction()
-                response = runtime.service.refuse(limited, refusal, "guard: rate limited")
+                response = runtime.service.refuse(limited, refusal, "guard: rate limited", "rate_limited")
                 yield response.answer
                 yield response
                 return

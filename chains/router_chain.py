@@ -101,10 +101,11 @@ class RouterChain:
             result = check_input(combined if combined.strip() else typed, self.max_chars)
         if request.attachment_errors and not result.text:
             turn.note("guard", "refused", reason="attachments unreadable", errors=request.attachment_errors)
-            return turn.finish("guard", " ".join(request.attachment_errors), "guard: attachment unreadable")
+            return turn.finish("guard", " ".join(request.attachment_errors), "guard: attachment unreadable",
+                               "attachment_unreadable")
         if result.refusal:
             turn.note("guard", "refused", reason=result.reason)
-            return turn.finish("guard", result.refusal, f"guard: {result.reason}")
+            return turn.finish("guard", result.refusal, f"guard: {result.reason}", result.code)
         turn.text = turn.query = result.text
         if request.attachment_errors:
             turn.reasons.append("guard: some attachments were unreadable")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chains.schema import ChatRequest, Decided
+from chains.schema import ChatRequest, Decided, RefusalCode
 from core.policy import Thresholds
 
 
@@ -60,6 +60,7 @@ class Turn:
     completion_tokens: int = 0
     error: str = ""
     finish_reason: str = "stop"
+    refusal: RefusalCode = ""            # the guard's code when it refused (ChatResponse.refusal)
     done: bool = False
     # Set by whoever serves the answer (Stop button, a client that went away); the LLM tier checks it between
     # tokens and aborts the engine's request.
@@ -82,8 +83,8 @@ class Turn:
         self.trace.append({"stage": stage, "decision": decision, "detail": detail,
                            "ms": round(self.latency_ms.get(stage, 0.0), 3)})
 
-    def finish(self, route: str, answer: str, reason: str) -> Turn:
-        self.route, self.answer, self.done = route, answer, True
+    def finish(self, route: str, answer: str, reason: str, refusal: RefusalCode = "") -> Turn:
+        self.route, self.answer, self.done, self.refusal = route, answer, True, refusal
         self.served = self.served or {"small": "draft"}.get(route, route)
         self.reasons.append(reason)
         return self
