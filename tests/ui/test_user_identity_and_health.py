@@ -149,7 +149,7 @@ def test_healthz_reports_a_whisper_that_fails_to_load_and_a_voice_message_is_sti
 
 
 def test_with_whisper_down_a_screenshot_sent_with_a_voice_message_is_still_read(faulty_app):
-    """app/media.py promises "one bad file does not spoil the others"; fails today (see the report)."""
+    """app/media.py promises "one bad file does not spoil the others"."""
     app, _home, _folder = faulty_app
     client = Client(app.url + "/", verbose=False)
     reply, details = chat(client, files=[ASSETS / "order_text.png", ASSETS / "speech.wav"])
