@@ -55,6 +55,8 @@ class Turn:
     kb_version: str = ""
     routing_version: str = ""  # router fingerprint and rules version: what decided the cached answers
     space: str = ""                      # the KB vector space of the message ("" primary, "zh" ...)
+    language: str = "en"                 # the message's language (core.text.language_of), taken once at the guard
+    router: Any = None                   # the router snapshot of this turn (chains.routers.base.Router)
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
