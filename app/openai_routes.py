@@ -20,6 +20,7 @@ from app.openai_protocol import (
 )
 from app.openai_serving import CHANNEL, OpenAIServing, Refusal
 from app.routes import caller_of
+from app.serving import OPENAI_REFUSAL_STATUS, available_runtime
 from chains.ratelimit import retry_after_s
 from chains.schema import ChatRequest
 
@@ -36,10 +37,7 @@ async def models() -> Any:
 async def chat_completions(body: ChatCompletionRequest, request: Request, caller: Caller = Depends(caller_of)) -> Any:
     """OpenAI Chat Completions. The route shows in the headers `x-tandem-route`, `x-tandem-request-id` and
     `x-tandem-degraded`, and in a `tandem` object of the body (and of the final chunk when streaming)."""
-    runtime = getattr(request.app.state, "runtime", None)
-    if runtime is None:
-        problems = request.app.state.warm.get("problems") or ["still starting"]
-        return openai_error(503, f"the assistant is not available: {'; '.join(problems)}")
+    runtime = available_runtime(request.app.state)
     serving = OpenAIServing(runtime, request.app.state.media, caller)
     last = body.messages[-1]
     logged = ChatRequest(message=last.content if isinstance(last.content, str) else "", user_id=body.user or "",
@@ -48,8 +46,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, caller
         serving.check(body, request.app.state.settings.max_answer_tokens)
         # The limits before any attachment is decoded (OCR and Whisper are the costly part of a bad call).
         if refusal_text := await run_in_threadpool(runtime.limiter.check, caller.limit_keys):
-            await run_in_threadpool(runtime.service.refuse, logged, refusal_text, "guard: rate limited")
-            return openai_error(429, refusal_text, headers={"Retry-After": str(retry_after_s(refusal_text))})
+            await run_in_threadpool(runtime.service.refuse, logged, refusal_text, "guard: rate limited", "rate_limited")
+            return openai_error(OPENAI_REFUSAL_STATUS["rate_limited"], refusal_text,
+                                headers={"Retry-After": str(retry_after_s(refusal_text))})
     except Refusal as refusal:
         await run_in_threadpool(serving.log_refusal, logged, refusal)
         return refusal.response()

@@ -38,15 +38,12 @@ from app.openai_protocol import (
     Usage,
     openai_error,
 )
-from app.serving import stream_async
+from app.serving import OPENAI_REFUSAL_STATUS, refusal_status, stream_async
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 
 CHANNEL = "openai"
-# Guard outcomes that are the client's fault: OpenAI clients expect an HTTP error, not a chat answer.
-GUARD_STATUS = {"guard: too long": 400, "guard: empty": 400, "guard: only control characters": 400,
-                "guard: attachment unreadable": 400, "guard: rate limited": 429}
 IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg", "image/webp": ".webp",
                 "image/gif": ".gif", "image/bmp": ".bmp"}
 
@@ -199,9 +196,8 @@ class OpenAIServing:
 
     @staticmethod
     def _refusal_for(response: ChatResponse) -> Refusal | None:
-        if response.route != "guard":
-            return None
-        status = next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), None)
+        # Guard outcomes that are the client's fault: OpenAI clients expect an HTTP error, not a chat answer.
+        status = refusal_status(response, OPENAI_REFUSAL_STATUS)
         if status is None:
             return None
         headers = _headers("guard", response.request_id, False)  # it reached the chain: its row is findable

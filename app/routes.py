@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.access import Caller, Gate
 from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
-from app.serving import stream_async
+from app.serving import REFUSAL_STATUS, available_runtime, refusal_status, stream_async
 from chains.metrics import get_or_create
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
@@ -31,11 +31,6 @@ router = APIRouter()
 
 API_RESPONSES = get_or_create(Counter, "tandem_api_responses", "HTTP API responses by endpoint and status code.",
                               labelnames=["endpoint", "status"])
-
-# Guard refusals that mean "the client sent something unusable" map to 4xx; the guard's own
-# message is the error text. Any other guard answer (e.g. an internal-error apology) stays 200.
-GUARD_STATUS = {"guard: too long": 413, "guard: empty": 422, "guard: only control characters": 422,
-                "guard: rate limited": 429}
 
 
 class ApiError(Exception):
@@ -57,11 +52,7 @@ def settings_of(request: Request) -> Settings:
 
 
 def runtime_of(request: Request) -> Runtime:
-    runtime = getattr(request.app.state, "runtime", None)
-    if runtime is None:
-        problems = request.app.state.warm.get("problems") or ["still starting"]
-        raise ApiError(503, f"the assistant is not available: {'; '.join(problems)}", "other")
-    return runtime
+    return available_runtime(request.app.state)
 
 
 def gate_of(request: Request) -> Gate:
@@ -78,15 +69,10 @@ def admitted(runtime: Runtime, caller: Caller, request: ChatRequest, endpoint: s
     """The rate limits, before anything of the message is read: over them, a logged row and a 429."""
     refusal = runtime.limiter.check(caller.limit_keys)
     if refusal:
-        response = runtime.service.refuse(request, refusal, "guard: rate limited")
-        raise ApiError(429, refusal, endpoint, headers={"Retry-After": str(retry_after_s(refusal))},
+        response = runtime.service.refuse(request, refusal, "guard: rate limited", "rate_limited")
+        raise ApiError(REFUSAL_STATUS["rate_limited"], refusal, endpoint,
+                       headers={"Retry-After": str(retry_after_s(refusal))},
                        request_id=response.request_id, session_id=response.session_id)
-
-
-def status_for(response: ChatResponse) -> int:
-    if response.route != "guard":
-        return 200
-    return next((GUARD_STATUS[r] for r in response.reasons if r in GUARD_STATUS), 200)
 
 
 @router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES, response_model_exclude_none=True)
@@ -102,8 +88,7 @@ async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runti
         return StreamingResponse(_events(runtime, request, caller.operator), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
     response: ChatResponse = await run_in_threadpool(runtime.service.answer, request)
-    status = status_for(response)
-    if status != 200:
+    if (status := refusal_status(response)) is not None:
         raise ApiError(status, response.answer, "chat", request_id=response.request_id,
                        session_id=response.session_id)
     API_RESPONSES.labels(endpoint="chat", status="200").inc()

@@ -23,7 +23,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.access import AccessDenied, Gate
 from app.media import MediaReader
 from app.protocol import MAX_BODY_BYTES, explain
-from app.routes import ApiError, router
+from app.routes import API_RESPONSES, ApiError, router
+from app.serving import Unavailable, available_runtime
 from chains.runtime import Runtime, build_runtime
 from chains.schema import ChatRequest
 from core.errors import TandemError
@@ -131,7 +132,7 @@ def create_app(settings: Settings | None = None, runtime_factory: Callable[[], R
     settings = settings or get_settings()
     media = media or MediaReader(settings)
     app = create_api(settings, runtime_factory, media, warm)
-    blocks = build_ui(lambda: runtime_of_app(app), media, app.state.gate)
+    blocks = build_ui(lambda: available_runtime(app.state), media, app.state.gate)
     blocks.queue(default_concurrency_limit=32)
     hard_limit_mb = max(50, int(settings.max_upload_mb * HARD_UPLOAD_FACTOR))
     return gr.mount_gradio_app(app, blocks, path="/", theme=theme(), css=CSS, footer_links=[],
@@ -207,6 +208,12 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
         return exc.response()
 
+    @app.exception_handler(Unavailable)
+    async def _unavailable(request: Request, exc: Unavailable) -> JSONResponse:
+        if not request.url.path.startswith("/v1/"):
+            API_RESPONSES.labels(endpoint="other", status="503").inc()  # Tandem's API counts its error answers
+        return error_response(request.url.path, 503, str(exc))
+
     @app.exception_handler(AccessDenied)
     async def _denied(request: Request, exc: AccessDenied) -> JSONResponse:
         runtime = app.state.runtime
@@ -235,14 +242,6 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
         return error_response(request.url.path, 500, "internal error; it has been logged")
 
     return app
-
-
-def runtime_of_app(app: FastAPI) -> Runtime:
-    runtime = app.state.runtime
-    if runtime is None:
-        raise TandemError("the assistant is not available: " + "; ".join(app.state.warm.get("problems") or
-                                                                         ["still starting"]))
-    return runtime
 
 
 # An idle keep-alive connection is closed by the side whose timeout ends first. uvicorn's default, 5 s, equals

@@ -25,7 +25,7 @@ import gradio as gr
 
 from app import media
 from app.access import AccessDenied, Gate
-from app.serving import drain
+from app.serving import drain, pump
 from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
@@ -227,31 +227,26 @@ class ChatHandlers:
 
     def _turn_in_background(self, text: str, files: list[str], session_id: str, customer: str, keys: LimitKeys,
                             cancel: threading.Event) -> queue.Queue:
-        """The queue receives (request, extraction), then text pieces, the final ChatResponse, then None."""
+        """The queue receives (request, extraction), then text pieces, the final ChatResponse, then END (an
+        exception in their place if the service breaks its promise not to raise: the customer is told)."""
         items: queue.Queue = queue.Queue()
 
-        def pump() -> None:
-            try:
-                runtime = self.runtime()
-                # The limits before any attachment is read: OCR and Whisper are what a flood would cost.
-                if refusal := runtime.limiter.check(keys):
-                    limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
-                                          channel="ui", modality="text+attachment" if files else "text")
-                    items.put((limited, media.Extraction()))
-                    response = runtime.service.refuse(limited, refusal, "guard: rate limited")
-                    items.put(response.answer)
-                    items.put(response)
-                    return
-                chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
-                items.put((chat_request, extraction))
-                for item in runtime.service.stream(chat_request, cancel):
-                    items.put(item)
-            except Exception as exc:  # the service promises not to raise; if it does, tell the customer
-                items.put(exc)
-            finally:
-                items.put(None)
+        def turn() -> Iterator[Any]:
+            runtime = self.runtime()
+            # The limits before any attachment is read: OCR and Whisper are what a flood would cost.
+            if refusal := runtime.limiter.check(keys):
+                limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
+                                      channel="ui", modality="text+attachment" if files else "text")
+                yield limited, media.Extraction()
+                response = runtime.service.refuse(limited, refusal, "guard: rate limited", "rate_limited")
+                yield response.answer
+                yield response
+                return
+            chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
+            yield chat_request, extraction
+            yield from runtime.service.stream(chat_request, cancel)
 
-        threading.Thread(target=pump, name="tandem-ui-turn", daemon=True).start()
+        pump(turn, items.put, "tandem-ui-turn")
         return items
 
     def stop(self, session_id: str) -> gr.MultimodalTextbox:

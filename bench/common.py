@@ -115,7 +115,7 @@ def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
     Converted models are reused from the user's model folder, so the bench never converts twice. Must run
     before anything reads the settings; returns the homes (in-process, app) and the model folder.
     """
-    from core.models import local_llm, prepare_llm
+    from core.model_files import local_llm, prepare_llm
     from core.settings import get_settings, reset_settings
 
     model_dir = get_settings().models_dir

@@ -50,7 +50,7 @@ def _current(folder: Path, version: str) -> bool:
 def ensure_export(homes: dict[str, Path], work: Path, log: Callable[[str], None]) -> dict:
     """The base MiniLM's ONNX export, reused or made, linked where each bench home looks for it."""
     from core.encoders import EXPORT_FILE, export_dir, folder_version
-    from core.models import model_path
+    from core.model_files import model_path
     from offline.encoder_export import export_and_gate
 
     folder = model_path("minilm")
@@ -87,7 +87,7 @@ def link_export(source: Path, target: Path) -> None:
 
 def _backends(export_folder: Path) -> dict:
     from core.encoders import INT8_FILE, ONNX_FILE, OnnxEncoder, TransformerEncoder, folder_version
-    from core.models import model_path
+    from core.model_files import model_path
 
     folder = model_path("minilm")
     version = folder_version(folder)

@@ -46,8 +46,8 @@ def questions(pool: list[str], n: int) -> list[str]:
 def build_prompts(group, pool: list[str], sizes, log: Callable[[str], None]) -> list[list[dict]]:
     """The chat messages the app would send for each question (routed through the Bitext group's chain, so the
     help-center context is the real one); without a chain, the system prompt and the message alone."""
+    from chains.answers import llm_messages
     from chains.schema import ChatRequest
-    from chains.tiers import llm_messages
     from chains.turn import Turn
     from offline.route_batch import live_thresholds
 
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     from types import SimpleNamespace
 
-    from chains.tiers import llm_messages
+    from chains.answers import llm_messages
 
     parser = argparse.ArgumentParser(prog="python -m bench.llm_levels",
                                      description="the LLM part of the bench against a running OpenAI-compatible server")

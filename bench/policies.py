@@ -16,7 +16,7 @@ import numpy as np
 
 from bench.common import mean, pct, rng
 from bench.traffic import limited
-from core.models import local_llm
+from core.model_files import local_llm
 from offline import datasets as ds
 from offline.datasets import Query
 

@@ -114,7 +114,7 @@ def cross_replica(first: str, second: str, messages: list[str], pairs: int) -> d
 def run_replicas(settings, pool: list[str], export_folder: str | None, sizes, log: Callable[[str], None]) -> dict:
     """Start the cluster (2 replicas), measure, and stop it (always)."""
     from core.encoders import export_dir
-    from core.models import model_path
+    from core.model_files import model_path
     from tandem.cluster import Cluster, ClusterPorts
     from tandem.processes import free_port, two_free_ports
 

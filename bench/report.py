@@ -80,6 +80,20 @@ def _fmt(value, unit: str = "") -> str:
 
 
 def markdown(result: dict) -> str:
+    """The README's bench section: the targets, then one table per bench section, then what was cut or failed."""
+    lines = _summary_lines(result)
+    lines += _route_lines(result)
+    lines += _encoder_lines(result)
+    lines += _side_by_side_lines(result)
+    lines += _llm_lines(result)
+    lines += _policy_lines(result)
+    lines += _throughput_lines(result)
+    lines += _replica_lines(result)
+    lines += _budget_lines(result)
+    return "\n".join(lines)
+
+
+def _summary_lines(result: dict) -> list[str]:
     m = result.get("machine", {})
     lines = [
         f"Last run: **{result.get('date')}** ({'quick smoke run' if result.get('quick') else 'full run'}, "
@@ -108,45 +122,57 @@ def markdown(result: dict) -> str:
              _fmt(_get(side, "ratios", "small_rps"), "x")),
             (f"{backend} / torch: small answer p50 (server)", _fmt(_get(side, "ratios", "small_p50_server_ms"), "x")),
         ]
-    lines += [f"| {name} | {value} | | |" for name, value in extra]
+    return lines + [f"| {name} | {value} | | |" for name, value in extra]
 
+
+def _route_lines(result: dict) -> list[str]:
     routes = _get(result, "end_to_end", "routes") or {}
-    if routes:
-        lines += ["", "End-to-end latency per route (`POST /api/v1/chat`, sequential; ms):", "",
-                  "| route | n | server p50 | server p95 | HTTP p50 | HTTP p95 |", "|---|---|---|---|---|---|"]
-        for route, row in routes.items():
-            lines.append(f"| {route} | {row['answered_by_route']}/{row['requests']} | {_fmt(row['server_ms']['p50'])} | "
-                         f"{_fmt(row['server_ms']['p95'])} | {_fmt(row['http_ms']['p50'])} | "
-                         f"{_fmt(row['http_ms']['p95'])} |")
+    if not routes:
+        return []
+    lines = ["", "End-to-end latency per route (`POST /api/v1/chat`, sequential; ms):", "",
+             "| route | n | server p50 | server p95 | HTTP p50 | HTTP p95 |", "|---|---|---|---|---|---|"]
+    for route, row in routes.items():
+        lines.append(f"| {route} | {row['answered_by_route']}/{row['requests']} | {_fmt(row['server_ms']['p50'])} | "
+                     f"{_fmt(row['server_ms']['p95'])} | {_fmt(row['http_ms']['p50'])} | "
+                     f"{_fmt(row['http_ms']['p95'])} |")
+    return lines
 
-    lines += _encoder_lines(result)
-    lines += _side_by_side_lines(result)
-    lines += _llm_lines(result)
 
+def _policy_lines(result: dict) -> list[str]:
     policies = _get(result, "policies", "all")
-    if policies:
-        lines += ["", f"Hybrid vs always-LLM vs always-small ({policies['queries']} queries: HINT3 test per bot + "
-                  "Bitext test with tau-bench test; LLM latency " + _get(result, "policies", "llm_latency_source")
-                  + "):", "",
-                  "| policy | mean latency | p95 latency | LLM calls | LLM tokens | cost (USD) | correct KB answer "
-                  "(in scope) | out-of-scope answered by small tier |", "|---|---|---|---|---|---|---|---|"]
-        for policy in ("hybrid", "always_llm", "always_small"):
-            p = policies[policy]
-            lines.append(f"| {policy.replace('_', '-')} | {p['latency_mean_ms']:,.0f} ms | {p['latency_p95_ms']:,.0f} ms "
-                         f"| {p['llm_calls']} ({p['llm_call_share'] * 100:.0f} %) | {p['llm_tokens']:,} | "
-                         f"{p['cost_usd']:.3f} | {_fmt(p['correct_kb_answer_rate'], 'share')} | "
-                         f"{p['oos_answered_by_small']} ({_fmt(p['oos_answered_by_small_rate'], 'share')}) |")
-        lines.append("")
-        lines.append("Quality assumption: " + _get(result, "policies", "quality_assumption"))
+    if not policies:
+        return []
+    lines = ["", f"Hybrid vs always-LLM vs always-small ({policies['queries']} queries: HINT3 test per bot + "
+             "Bitext test with tau-bench test; LLM latency " + _get(result, "policies", "llm_latency_source")
+             + "):", "",
+             "| policy | mean latency | p95 latency | LLM calls | LLM tokens | cost (USD) | correct KB answer "
+             "(in scope) | out-of-scope answered by small tier |", "|---|---|---|---|---|---|---|---|"]
+    for policy in ("hybrid", "always_llm", "always_small"):
+        p = policies[policy]
+        lines.append(f"| {policy.replace('_', '-')} | {p['latency_mean_ms']:,.0f} ms | {p['latency_p95_ms']:,.0f} ms "
+                     f"| {p['llm_calls']} ({p['llm_call_share'] * 100:.0f} %) | {p['llm_tokens']:,} | "
+                     f"{p['cost_usd']:.3f} | {_fmt(p['correct_kb_answer_rate'], 'share')} | "
+                     f"{p['oos_answered_by_small']} ({_fmt(p['oos_answered_by_small_rate'], 'share')}) |")
+    lines.append("")
+    lines.append("Quality assumption: " + _get(result, "policies", "quality_assumption"))
+    return lines
 
+
+def _throughput_lines(result: dict) -> list[str]:
     levels = result.get("concurrency") or []
-    if levels:
-        lines += ["", "Throughput (thread clients, `POST /api/v1/chat`):", "",
-                  "| clients | path | req/s | p95 ms | errors | share on path | app RSS MiB |", "|---|---|---|---|---|---|---|"]
-        for row in levels:
-            lines.append(f"| {row['clients']} | {row['path']} | {_fmt(row['rps'])} | {_fmt(row['p95_ms'])} | "
-                         f"{row['errors']} | {_fmt(row['route_share'], 'share')} | {_fmt(row['rss_mib'])} |")
-    lines += _replica_lines(result)
+    if not levels:
+        return []
+    lines = ["", "Throughput (thread clients, `POST /api/v1/chat`):", "",
+             "| clients | path | req/s | p95 ms | errors | share on path | app RSS MiB |", "|---|---|---|---|---|---|---|"]
+    for row in levels:
+        lines.append(f"| {row['clients']} | {row['path']} | {_fmt(row['rps'])} | {_fmt(row['p95_ms'])} | "
+                     f"{row['errors']} | {_fmt(row['route_share'], 'share')} | {_fmt(row['rss_mib'])} |")
+    return lines
+
+
+def _budget_lines(result: dict) -> list[str]:
+    """What this run cut to fit its time budget, and the sections that failed."""
+    lines: list[str] = []
     cuts = []
     routing = result.get("routing") or {}
     if routing.get("stopped_at_budget"):
@@ -163,7 +189,7 @@ def markdown(result: dict) -> str:
                   + "; ".join(cuts) + "."]
     if result.get("errors"):
         lines += ["", "Sections that failed in this run: " + "; ".join(f"{k}: {v}" for k, v in result["errors"].items())]
-    return "\n".join(lines)
+    return lines
 
 
 def _encoder_lines(result: dict) -> list[str]:

@@ -24,6 +24,7 @@ import time
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench.common import FULL, QUICK, Clock, app_env, isolate, machine_info, rng
 
@@ -131,16 +132,41 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
-    from bench import api_surfaces, encoders, http_load, llm_levels, policies, replicas, routing, side_by_side
-    from chains.bootstrap import bootstrap
-    from chains.runtime import build_runtime
+    from bench import http_load
     from core.settings import get_settings
     from tandem.llm_server import LLMServer
-    from tandem.processes import free_port
 
     settings = get_settings()
-    # 0. Encoder backends side by side, first: the ONNX export (reused or made here) is what every later section
-    # and the app serve, as on a prepared install.
+    _encoders(result, sizes, clock, homes, tmp)
+    gc.collect()
+    timings = _routing(result, sizes, clock, settings)
+    gc.collect()
+
+    # The LLM server loads (unmeasured) while section 3 builds its knowledge bases.
+    llm_server = LLMServer(port=llm_port, log_path=homes["logs"] / "llm-server.log")
+    llm_server.start(wait=False)
+    small_pool, llm_pool, llm_prompts = _policies(result, sizes, clock, settings, homes, tmp, llm_server, timings)
+    gc.collect()
+
+    # 5. Cold start, then 2. end-to-end per route.
+    app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
+    started = _section(result, "cold_start", clock, app.start)
+    traffic = _end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started else None
+    _with_llm(result, sizes, clock, settings, app, llm_server, traffic, llm_pool, llm_prompts)
+    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
+    if traffic is not None:
+        small_pool = _throughput(result, sizes, clock, homes, app, traffic)
+    app.stop()
+    gc.collect()
+    _replicas(result, sizes, clock, settings, small_pool)
+    return llm_server, app
+
+
+def _encoders(result: dict, sizes, clock: Clock, homes: dict, tmp: Path) -> None:
+    """0. Encoder backends side by side, first: the ONNX export (reused or made here) is what every later section
+    and the app serve, as on a prepared install."""
+    from bench import encoders
+
     export = _section(result, "encoders", clock, encoders.ensure_export, homes, tmp / "onnx", log)
     if export:
         result["encoder_export"] = export
@@ -148,9 +174,15 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
         backends = _section(result, "encoders", clock, encoders.run_encoders, export, sizes, log)
         if backends:
             result["encoders"] = {**backends, "speedup_vs_torch": encoders.speedups(backends)}
-    gc.collect()
 
-    # 1. Routing overhead per stage, then the profile, before any server competes for the cores.
+
+def _routing(result: dict, sizes, clock: Clock, settings) -> dict | None:
+    """1. Routing overhead per stage, then the profile, before any server competes for the cores. Returns the
+    timings (section 3 compares the policies with them)."""
+    from bench import routing
+    from chains.bootstrap import bootstrap
+    from chains.runtime import build_runtime
+
     service = _section(result, "routing", clock, lambda: build_runtime(settings, use_llm=False))
     if service is not None:
         for line in bootstrap(settings, service.kb, db=service.db):
@@ -165,14 +197,15 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
                            ROOT / "reports" / "profile.txt", log)
         if profile:
             result["profile"] = profile
-    del service
-    gc.collect()
+    return timings
 
-    # The LLM server loads (unmeasured) while section 3 builds its knowledge bases.
-    llm_server = LLMServer(port=llm_port, log_path=homes["logs"] / "llm-server.log")
-    llm_server.start(wait=False)
 
-    # 3. Hybrid vs always-LLM vs always-small.
+def _policies(result: dict, sizes, clock: Clock, settings, homes: dict, tmp: Path, llm_server,
+              timings: dict | None) -> tuple[list[str], list[str], Any]:
+    """3. Hybrid vs always-LLM vs always-small. Returns the app's small-path and LLM-path messages and the
+    prompts of the LLM levels (section 2), the app's own, built while the Bitext chain is at hand."""
+    from bench import llm_levels, policies
+
     fitted = _section(result, "policies", clock, policies.fit_sizes, sizes, log)
     policy_sizes, result["policy_sizes"] = fitted if fitted else (sizes, {})
     groups = _section(result, "policies", clock, policies.build_groups, policy_sizes, tmp / "kbs",
@@ -198,16 +231,15 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
                 result["policies"] = report
                 result["hybrid_vs_always_llm"] = report["all"]["hybrid_vs_always_llm"]
                 log(f"  hybrid vs always-LLM: {result['hybrid_vs_always_llm']}")
-    # The prompts of the LLM levels (section 2) are the app's own, built while the Bitext chain is at hand.
     llm_prompts = _section(result, "llm_levels", clock, llm_levels.build_prompts, groups[-1] if groups else None,
                            llm_pool, sizes, log)
-    del groups
-    gc.collect()
+    return small_pool, llm_pool, llm_prompts
 
-    # 5. Cold start, then 2. end-to-end per route.
-    app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
-    started = _section(result, "cold_start", clock, app.start)
-    traffic = _end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started else None
+
+def _with_llm(result: dict, sizes, clock: Clock, settings, app, llm_server, traffic: dict | None,
+              llm_pool: list[str], llm_prompts: Any) -> None:
+    """The sections that need the LLM server up: 2c and 2b."""
+    from bench import api_surfaces
 
     # 2c. The OpenAI layer's cost on a cache hit, streamed first text against vLLM's own TTFT, the answer check.
     if traffic is not None and llm_server.alive():
@@ -224,42 +256,47 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
         if levels_llm:
             result["llm_levels"] = levels_llm
             result["vllm_rss_mib"] = levels_llm["memory"]["peak_rss_mib"]
-    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
 
-    if traffic is not None:
-        # 4. Throughput and memory.
-        levels = _section(result, "throughput", clock, http_load.throughput, app, traffic["small_pool"],
-                          traffic["cache"], sizes, log)
-        if levels:
-            result["concurrency"] = levels
-            result["concurrency_note"] = (f"thread clients in the bench process, one connection each, "
-                                          f"{sizes.level_seconds:.0f} s per level or until the level's slice of "
-                                          "fresh small-path messages ran out")
-        result["rss_mib"] = round(max(app.rss_samples_mib), 1) if app.rss_samples_mib else None
-        result["rss_peak_mib"] = app.rss_mib().get("peak_rss_mib")
-        app.stop()
 
-        # 4b. The same app on torch fp32 (same home, KB and messages), shorter: served backend / torch.
-        side = _section(result, "torch_side_by_side", clock, side_by_side.torch_run, free_port(), app_env(homes),
-                        homes["logs"] / "app-torch.log", traffic["per_route_small"], traffic["cache"],
-                        side_by_side.level_slice(traffic["small_pool"], sizes.levels, sizes.side_clients), sizes, log)
-        if side:
-            result["torch_side_by_side"] = {
-                **side, "served_backend": _backend_name((result.get("app_encoder") or {}).get("backend")),
-                "clients": sizes.side_clients, "ratios": side_by_side.ratios(result, side, sizes.side_clients)}
-            log(f"  served / torch: {result['torch_side_by_side']['ratios']}")
-        small_pool = traffic["small_pool"]
+def _throughput(result: dict, sizes, clock: Clock, homes: dict, app, traffic: dict) -> list[str]:
+    """4. Throughput and memory on the started app, which it stops; then 4b, the same on torch. Returns the
+    fresh small-path messages left."""
+    from bench import http_load, side_by_side
+    from tandem.processes import free_port
+
+    levels = _section(result, "throughput", clock, http_load.throughput, app, traffic["small_pool"],
+                      traffic["cache"], sizes, log)
+    if levels:
+        result["concurrency"] = levels
+        result["concurrency_note"] = (f"thread clients in the bench process, one connection each, "
+                                      f"{sizes.level_seconds:.0f} s per level or until the level's slice of "
+                                      "fresh small-path messages ran out")
+    result["rss_mib"] = round(max(app.rss_samples_mib), 1) if app.rss_samples_mib else None
+    result["rss_peak_mib"] = app.rss_mib().get("peak_rss_mib")
     app.stop()
-    gc.collect()
 
-    # 4c. Two replicas behind nginx vs one, and a cache hit across replicas, on a loopback cluster (its KB and
-    # cache are its own, so every bench message is fresh there).
+    # 4b. The same app on torch fp32 (same home, KB and messages), shorter: served backend / torch.
+    side = _section(result, "torch_side_by_side", clock, side_by_side.torch_run, free_port(), app_env(homes),
+                    homes["logs"] / "app-torch.log", traffic["per_route_small"], traffic["cache"],
+                    side_by_side.level_slice(traffic["small_pool"], sizes.levels, sizes.side_clients), sizes, log)
+    if side:
+        result["torch_side_by_side"] = {
+            **side, "served_backend": _backend_name((result.get("app_encoder") or {}).get("backend")),
+            "clients": sizes.side_clients, "ratios": side_by_side.ratios(result, side, sizes.side_clients)}
+        log(f"  served / torch: {result['torch_side_by_side']['ratios']}")
+    return traffic["small_pool"]
+
+
+def _replicas(result: dict, sizes, clock: Clock, settings, small_pool: list[str]) -> None:
+    """4c. Two replicas behind nginx vs one, and a cache hit across replicas, on a loopback cluster (its KB and
+    cache are its own, so every bench message is fresh there)."""
+    from bench import replicas
+
     pool = small_pool[::-1] or spare_questions(sizes)
     cluster = _section(result, "replicas", clock, replicas.run_replicas, settings, pool,
                        (result.get("encoder_export") or {}).get("folder"), sizes, log)
     if cluster:
         result["replicas"] = cluster
-    return llm_server, app
 
 
 def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: list[str], llm_pool: list[str],

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from chains import tiers
+from chains import answers
 from chains.routers.base import RouteContext, Router
 from core.text import language_of
 from knowledge.base import KnowledgeBase
@@ -45,7 +45,7 @@ def quality_floors(kb: KnowledgeBase, router: Router) -> dict[str, QualityFloor]
         if not hits or hits[0].answer_id != answer_id:
             continue
         quality = router.draft_quality(RouteContext(hits=hits, evidence=evidence),
-                                       tiers.draft_answer(question, hits).coverage)
+                                       answers.draft_answer(question, hits).coverage)
         if quality is None:
             return {}
         qualities.setdefault(language, []).append(quality)

@@ -6,6 +6,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from chains.schema import RefusalCode
+
 # Tab, newline and carriage return are ordinary typing; other C0/C1 controls are not.
 _ALLOWED_CONTROLS = {"\t", "\n", "\r"}
 # Full-width Latin letters and digits (typed with a Chinese input method: "ｏｒｄｅｒ １２３") become ASCII, and the
@@ -20,12 +22,13 @@ NO_WORDS = ("I can only answer questions written in words: what can I help you w
 class GuardResult:
     text: str            # cleaned text to route (empty when refused)
     refusal: str = ""    # a customer-facing message when refused
-    reason: str = ""     # operator-facing reason code
+    reason: str = ""     # operator-facing reason
+    code: RefusalCode = ""  # the refusal's machine-readable code (chains.schema.RefusalCode)
 
 
 def check_input(text: str | None, max_chars: int) -> GuardResult:
     if text is None:
-        return GuardResult("", "Please type a question, or attach a photo or a voice message.", "empty")
+        return GuardResult("", "Please type a question, or attach a photo or a voice message.", "empty", "empty")
     if "\x00" in text or "\ufffd" in text:
         text = text.replace("\x00", "").replace("\ufffd", "")
     controls = sum(1 for ch in text if unicodedata.category(ch) == "Cc" and ch not in _ALLOWED_CONTROLS)
@@ -33,16 +36,16 @@ def check_input(text: str | None, max_chars: int) -> GuardResult:
     cleaned = unicodedata.normalize("NFC", " ".join(cleaned.translate(_FULL_WIDTH).split()))
     if not cleaned:
         return GuardResult("", "Please type a question, or attach a photo or a voice message.",
-                           "empty" if not controls else "only control characters")
+                           *(("empty", "empty") if not controls else ("only control characters", "control_only")))
     if len(cleaned) > max_chars:
         return GuardResult("", f"Your message is {len(cleaned):,} characters long; please keep it under "
-                               f"{max_chars:,} characters, or split it into several questions.", "too long")
+                               f"{max_chars:,} characters, or split it into several questions.", "too long", "too_long")
     if controls > max(8, len(cleaned) // 4):
         return GuardResult("", "Your message contains unreadable characters. Please retype it as plain text.",
-                           f"{controls} control characters")
+                           f"{controls} control characters", "too_many_controls")
     if not any(unicodedata.category(ch)[0] in "LN" for ch in cleaned):
         # only emoji, punctuation or symbols: nothing to search or to send to the LLM; ask in both languages
-        return GuardResult("", NO_WORDS, "no words")
+        return GuardResult("", NO_WORDS, "no words", "no_words")
     return GuardResult(cleaned)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
-from chains import tiers
+from chains import answers
 from chains.cache import ResponseCache
 from chains.calibration import QualityFloor, quality_floors
 from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
@@ -101,11 +101,13 @@ class RouterChain:
             result = check_input(combined if combined.strip() else typed, self.max_chars)
         if request.attachment_errors and not result.text:
             turn.note("guard", "refused", reason="attachments unreadable", errors=request.attachment_errors)
-            return turn.finish("guard", " ".join(request.attachment_errors), "guard: attachment unreadable")
+            return turn.finish("guard", " ".join(request.attachment_errors), "guard: attachment unreadable",
+                               "attachment_unreadable")
         if result.refusal:
             turn.note("guard", "refused", reason=result.reason)
-            return turn.finish("guard", result.refusal, f"guard: {result.reason}")
+            return turn.finish("guard", result.refusal, f"guard: {result.reason}", result.code)
         turn.text = turn.query = result.text
+        turn.language = language_of(turn.text)  # once per turn: notices, floors and prompts read it from here
         if request.attachment_errors:
             turn.reasons.append("guard: some attachments were unreadable")
         turn.note("guard", "passed", chars=len(result.text))
@@ -119,7 +121,9 @@ class RouterChain:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
         turn.kb_version = self.kb.version
-        turn.routing_version = (f"{self.router().fingerprint}."
+        # One router for the whole turn (cache key, score, draft quality, floors): a reload lands between turns.
+        turn.router = self.router()
+        turn.routing_version = (f"{turn.router.fingerprint}."
                                 f"{self.rules.current_version() if self.rules is not None else '-'}")
         turn.space = self.kb.space_for(turn.query)
         hit = None
@@ -178,7 +182,7 @@ class RouterChain:
             turn.hits = self.kb.search(turn.search_text or turn.query, k=self.top_k, vector=turn.vector,
                                        evidence=evidence)
         with timed(turn, "score"):
-            router = self.router()
+            router = turn.router
             turn.context = RouteContext(vector=turn.vector, hits=turn.hits, evidence=evidence,
                                         history=[t["content"] for t in turn.history if t["role"] == "user"])
             p_llm = router.score(turn.query, turn.context)
@@ -195,9 +199,9 @@ class RouterChain:
             return turn
         tau = turn.thresholds.route_threshold
         p_llm = turn.scores["p_llm"]
-        turn.draft = tiers.draft_answer(turn.text, turn.hits)
-        learned = self.router().draft_quality(turn.context, turn.draft.coverage) if turn.context else None
-        quality = learned if learned is not None else tiers.draft_quality(
+        turn.draft = answers.draft_answer(turn.text, turn.hits)
+        learned = turn.router.draft_quality(turn.context, turn.draft.coverage) if turn.context else None
+        quality = learned if learned is not None else answers.draft_quality(
             turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)
         turn.scores["draft_quality"] = round(quality, 4)
         rewrite_below = self.rewrite_threshold(turn)
@@ -222,10 +226,10 @@ class RouterChain:
                   kb_rewrite_floor=rewrite_below, settings_version=turn.thresholds.version)
         return turn
 
-    def quality_floors(self, kb_version: str = "") -> dict[str, QualityFloor]:
-        """The KB's draft-quality floors under the current router, computed on first use of a KB version (the app
-        calls this while warming up, so no customer waits for it)."""
-        router = self.router()
+    def quality_floors(self, kb_version: str = "", router: Router | None = None) -> dict[str, QualityFloor]:
+        """The KB's draft-quality floors under ``router`` (default: the current one), computed on first use of a KB
+        version (the app calls this while warming up, so no customer waits for it)."""
+        router = router or self.router()
         key = (kb_version or self.kb.version, router.fingerprint)
         floors = self._floors.get(key)
         if floors is None:
@@ -239,7 +243,7 @@ class RouterChain:
         """The operator's rewrite threshold, lowered to this KB's floor for the message's language: the draft
         quality under which only 2 % of the KB's own right drafts in that language fall (chains/calibration.py).
         The floor is logged with the scores, so the ops tuner models what the chain does."""
-        floor = self.quality_floors(turn.kb_version).get(language_of(turn.text))
+        floor = self.quality_floors(turn.kb_version, turn.router).get(turn.language)
         if floor is None:
             return turn.thresholds.rewrite_threshold
         turn.scores["kb_rewrite_floor"] = floor.value
@@ -282,13 +286,13 @@ class RouterChain:
     def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         for turn in turns:
             yield turn.decided()
-            draft = turn.draft or tiers.draft_answer(turn.text, turn.hits)
+            draft = turn.draft or answers.draft_answer(turn.text, turn.hits)
             turn.sources = draft.sources
             answer = draft.text
             if turn.no_fit:
-                answer = f"{tiers.notices(turn.text).no_fit}\n\n{answer}"
+                answer = f"{answers.NOTICES[turn.language].no_fit}\n\n{answer}"
             if turn.degraded:
-                answer = f"{answer}\n\n{tiers.notices(turn.text).degraded}"
+                answer = f"{answer}\n\n{answers.NOTICES[turn.language].degraded}"
             turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
             turn.finish("small", answer, "tier: small (knowledge-base draft)")
             yield answer
@@ -296,7 +300,7 @@ class RouterChain:
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
         draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
-        return tiers.llm_messages(turn.text, turn.hits, turn.history, draft)
+        return answers.llm_messages(turn.text, turn.hits, turn.history, draft)
 
     def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
         """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
@@ -366,7 +370,7 @@ class RouterChain:
         escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
         of the broken text."""
         check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
-                            turn.text, turn.thresholds.check_actions, tiers.SYSTEM_PROMPT)
+                            turn.text, turn.thresholds.check_actions, answers.SYSTEM_PROMPT)
         stream = StreamChecker(check)
         result: LLMResult | None = None
         check_ms = 0.0
@@ -434,21 +438,21 @@ class RouterChain:
     def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
         """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge
         base's draft with a one-line caveat when it fits the message, else an offer to hand over to a person."""
-        said = tiers.notices(turn.text)
+        said = answers.NOTICES[turn.language]
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
         # The draft fits when the router, at the tau its training chose, would have kept the message on the KB,
         # whatever tau the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle
         # would you recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule.
-        fitted = self.router().fitted_thresholds().get("route_threshold", 0.5)
+        fitted = (turn.router or self.router()).fitted_thresholds().get("route_threshold", 0.5)
         fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < min(0.5, fitted)
         if fits:
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []
 
-    def _draft(self, turn: Turn) -> tiers.Draft:
-        return turn.draft or tiers.draft_answer(turn.text, turn.hits)
+    def _draft(self, turn: Turn) -> answers.Draft:
+        return turn.draft or answers.draft_answer(turn.text, turn.hits)
 
     def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
@@ -464,7 +468,7 @@ class RouterChain:
             turn.cancelled = True
             return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
                                                            "engine's request was aborted")
-        return turn.finish("llm", result.text.strip() or tiers.notices(turn.text).no_answer,
+        return turn.finish("llm", result.text.strip() or answers.NOTICES[turn.language].no_answer,
                            "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
@@ -472,7 +476,7 @@ class RouterChain:
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{tiers.notices(turn.text).fallback}\n\n{draft.text}", f"fallback: {reason}")
+        return turn.finish("small", f"{answers.NOTICES[turn.language].fallback}\n\n{draft.text}", f"fallback: {reason}")
 
     # --- after the answer ---------------------------------------------------------------------------
     def _remember(self, items: Iterator[str | Decided | Revised | Turn]) -> Iterator[str | Decided | Revised | Turn]:

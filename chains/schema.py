@@ -11,6 +11,10 @@ Route = Literal["guard", "cache", "tool", "small", "llm"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
 Mode = Literal["routed", "small", "llm"]
+# Why the guard refused a message, for machines: the HTTP APIs choose their status by it (app/serving.py), so a
+# reason's wording can change freely. "" when nothing was refused. The reasons say the same for operators.
+RefusalCode = Literal["", "empty", "control_only", "too_many_controls", "too_long", "no_words",
+                      "attachment_unreadable", "rate_limited"]
 MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Settings.llm_max_tokens is the default)
 
 
@@ -102,6 +106,7 @@ class ChatResponse(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     finish_reason: str = "stop"  # "length" when an LLM answer was cut at the token limit
+    refusal: RefusalCode = ""    # set when the guard refused; never shown to the customer (not in the badge)
 
     def public(self) -> dict[str, Any]:
         """The operator's view (`tandem ask --json`, an admin key on `POST /api/v1/chat`): scores and reasons too."""

@@ -28,7 +28,7 @@ from chains import metrics
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import RouterChain
 from chains.rules import LOGGED_ANSWER
-from chains.schema import ChatRequest, ChatResponse, Decided, Revised
+from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.turn import Turn
 from core.pii import mask
 from core.policy import Thresholds
@@ -110,11 +110,12 @@ class TandemService:
         """Log a call that a front end refused before the chain (wrong token, unknown model): one guard row."""
         return self.refuse(request, reason, reason).request_id
 
-    def refuse(self, request: ChatRequest, answer: str, reason: str) -> ChatResponse:
-        """Answer ``answer`` without running the chain (a rate limit, a bad key), and log the row."""
+    def refuse(self, request: ChatRequest, answer: str, reason: str, code: RefusalCode = "") -> ChatResponse:
+        """Answer ``answer`` without running the chain (a rate limit, a bad key), and log the row. ``code`` is the
+        refusal's machine-readable code (ChatResponse.refusal) where a front end answers by it."""
         turn = self._blank_turn(request, None)
         turn.note("guard", "refused", reason=reason)
-        turn.finish("guard", answer, reason)
+        turn.finish("guard", answer, reason, code)
         return self._complete(turn, time.perf_counter())
 
     def _blank_turn(self, request: ChatRequest, cancel: threading.Event | None) -> Turn:
@@ -172,7 +173,7 @@ class TandemService:
             latency_ms={k: round(v, 3) for k, v in turn.latency_ms.items()}, degraded=turn.degraded,
             fallback=turn.fallback, cancelled=turn.cancelled, trace=turn.trace,
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
-            completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason)
+            completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response

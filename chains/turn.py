@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chains.schema import ChatRequest, Decided
+from chains.schema import ChatRequest, Decided, RefusalCode
 from core.policy import Thresholds
 
 
@@ -35,7 +35,7 @@ class Turn:
     route: str = ""
     plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
     answer: str = ""
-    draft: Any = None                    # chains.tiers.Draft once the threshold stage made one
+    draft: Any = None                    # chains.answers.Draft once the threshold stage made one
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float] = field(default_factory=dict)
@@ -55,11 +55,14 @@ class Turn:
     kb_version: str = ""
     routing_version: str = ""  # router fingerprint and rules version: what decided the cached answers
     space: str = ""                      # the KB vector space of the message ("" primary, "zh" ...)
+    language: str = "en"                 # the message's language (core.text.language_of), taken once at the guard
+    router: Any = None                   # the router snapshot of this turn (chains.routers.base.Router)
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str = ""
     finish_reason: str = "stop"
+    refusal: RefusalCode = ""            # the guard's code when it refused (ChatResponse.refusal)
     done: bool = False
     # Set by whoever serves the answer (Stop button, a client that went away); the LLM tier checks it between
     # tokens and aborts the engine's request.
@@ -82,8 +85,8 @@ class Turn:
         self.trace.append({"stage": stage, "decision": decision, "detail": detail,
                            "ms": round(self.latency_ms.get(stage, 0.0), 3)})
 
-    def finish(self, route: str, answer: str, reason: str) -> Turn:
-        self.route, self.answer, self.done = route, answer, True
+    def finish(self, route: str, answer: str, reason: str, refusal: RefusalCode = "") -> Turn:
+        self.route, self.answer, self.done, self.refusal = route, answer, True, refusal
         self.served = self.served or {"small": "draft"}.get(route, route)
         self.reasons.append(reason)
         return self

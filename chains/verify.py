@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from chains.answers import SOURCES_LABEL
 from chains.check import AnswerCheck, _dedupe, _other_language, claims
-from chains.tiers import SOURCES_LABEL
 
 # Menu paths: "Account > Orders > Edit order", "我的账户 > 订单 > 编辑订单". A segment is a capitalised word with at
 # most three lower-case words after it, stopping before a word that starts a clause ("... Edit order as long as").
@@ -34,7 +34,7 @@ _NAME = re.compile(r"(?<=[a-z,;:] )(?:[A-Z][a-z]*[A-Z][\w]*|[A-Z][a-z]+(?: (?:&|
 _NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK", "PDF", "ZIP", "Northwind", "Sources",
                         "Account", "Orders"})
 
-# What must never reach a customer. The context labels and the fence are ours (chains/tiers.py writes them).
+# What must never reach a customer. The context labels and the fence are ours (chains/answers.py writes them).
 _ECHO = re.compile(r"help-?center (?:context|answer|entr(?:y|ies))|answers this question as follows|draft answer|"
                    r"customer(?:'s)? (?:next )?message|<<<|>>>|reply in (?:english|simplified chinese)|"
                    r"^\s*\[\d+\][^\n:]{2,80}:|帮助中心(?:内容|上下文)|客户消息", re.IGNORECASE | re.MULTILINE)
@@ -178,7 +178,7 @@ _CITATIONS = re.compile(r"\n\s*(?:" + "|".join(re.escape(label) for label in SOU
 
 
 def without_citations(text: str) -> str:
-    """The text before its "Sources: [1] ..." line (the draft's labels, chains/tiers.py): the titles it cites are
+    """The text before its "Sources: [1] ..." line (the draft's labels, chains/answers.py): the titles it cites are
     not facts to keep, and a citation list ends without a full stop."""
     return _CITATIONS.split(text)[0].strip()
 

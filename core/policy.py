@@ -37,7 +37,7 @@ class Thresholds(BaseModel):
     overload_enter: float = Field(ge=0.05, le=1.0)
     overload_exit: float = Field(ge=0.0, le=1.0)
     # LLM tiers as data (name, base_url, model, cost_per_1k_tokens, max_context, typical_latency_ms,
-    # min_score); empty means the single endpoint from TANDEM_LLM_URL. See chains/llm/tiers.py.
+    # min_score); empty means the single endpoint from TANDEM_LLM_URL. See chains/llm/endpoints.py.
     tiers: list[dict[str, Any]] = Field(default_factory=list)
     # Automatic tuning (ops/tuner.py): off until an operator switches it on and states an objective.
     autotune: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_AUTOTUNE))

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from core.encoders import Encoder
-from core.models import ModelError, model_path
+from core.model_files import ModelError, model_path
 from core.text import language_of
 from knowledge import store
 from knowledge.base import Hit, KnowledgeBase

@@ -30,11 +30,11 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from chains.answers import fill_template
 from chains.check import sources_of
 from chains.llm.base import LLM, LLMResult
 from chains.router_chain import RouterChain
 from chains.schema import ChatRequest, Revised
-from chains.tiers import fill_template
 from chains.turn import Turn
 from core.policy import Thresholds
 from core.settings import Settings, get_settings

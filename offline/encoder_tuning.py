@@ -218,7 +218,7 @@ def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool
                 log: Callable[[str], None] = print) -> Path:
     """The encoder folder tuned on ``kb``'s questions and answers, trained once and cached by the KB's content."""
     from core.encoders import encoders_dir
-    from core.models import model_path
+    from core.model_files import model_path
 
     params = params or TuneParams()
     questions, answers = kb.training_texts()

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from chains import tiers
+from chains import answers
 from chains.features import feature_vector
 from chains.routers.artifacts import SHIPPED_ARTIFACT, read_artifact
 from chains.routers.base import RouteContext
@@ -75,7 +75,7 @@ class Table:
 
     def add(self, query: Query, hits: Sequence, evidence: dict[str, float], group: str) -> None:
         context = RouteContext(hits=hits, evidence=evidence)
-        coverage = tiers.draft_answer(query.text, hits).coverage
+        coverage = answers.draft_answer(query.text, hits).coverage
         self.evidence.append(evidence_inputs(context))
         self.text.append(query.text)
         self.x_draft.append(draft_inputs(context, coverage).tolist())

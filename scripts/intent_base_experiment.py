@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from core.encoders import STAMP_FILE, TransformerEncoder
-from core.models import model_path
+from core.model_files import model_path
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from offline import datasets as ds
 from offline.encoder_tuning import TuneParams, tune

@@ -3,7 +3,7 @@
 Runs the answers section of `make eval` on the demo shop's *development* split (never the held-out one) with one
 prompt shape at a time, the model TANDEM_LLM_MODEL selects, and prints each run's figures:
 
-- ``labelled-top1`` (the product's, chains/tiers.py ``llm_messages``): one user turn holding "Help-center
+- ``labelled-top1`` (the product's, chains/answers.py ``llm_messages``): one user turn holding "Help-center
   context:" (the top three answers, or for a rewrite only its draft's), "Draft answer to improve (keep its
   facts):", and the message inside a ``<<< >>>`` fence.
 - ``labelled`` (the shape before 2026-12-04): the same, but a rewrite also sees the runners-up.
@@ -24,12 +24,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chains import tiers
+from chains import answers
 from core.settings import get_settings
 from offline.answer_eval import run_answer_eval
 from tandem.llm_server import eval_endpoint
 
-PRODUCT_SHAPE = tiers.llm_messages
+PRODUCT_SHAPE = answers.llm_messages
 
 
 def labelled(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
@@ -40,13 +40,13 @@ def labelled(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
 
 Shape = Callable[[str, Sequence[Any], Sequence[dict[str, str]], str | None], list[dict[str, str]]]
 SHAPES: dict[str, Shape] = {"labelled-top1": PRODUCT_SHAPE, "labelled": labelled,
-                            "system-turn": tiers.llm_messages_system_turn}
+                            "system-turn": answers.llm_messages_system_turn}
 
 
 def main(shapes: list[str]) -> None:
     results = {}
     for shape in shapes:
-        tiers.llm_messages = SHAPES[shape]  # type: ignore[assignment]  # the chain reads it from the module
+        answers.llm_messages = SHAPES[shape]  # type: ignore[assignment]  # the chain reads it from the module
         log = lambda line: print(line, file=sys.stderr)  # noqa: E731
         report = run_answer_eval(["demo-dev"], log=log, endpoint=eval_endpoint(get_settings(), log))
         figures = report["sets"]["demo-dev"]
@@ -55,7 +55,7 @@ def main(shapes: list[str]) -> None:
             "defects", "defects_by_kind", "key_fact_recall", "n_llm_text", "llm_answers_replaced",
             "llm_answers_replaced_by_finding", "unsupported_claims_served")}}
         print(json.dumps({shape: results[shape]}, indent=1, ensure_ascii=False), flush=True)
-    tiers.llm_messages = PRODUCT_SHAPE
+    answers.llm_messages = PRODUCT_SHAPE
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
     """Convert the LLM stand-in TANDEM_LLM_MODEL selects (smollm2 or qwen2.5-0.5b) once from its GGUF into a plain
     model folder and its vLLM copy, and export MiniLM to ONNX."""
-    from core.models import local_llm, prepare_llm
+    from core.model_files import local_llm, prepare_llm
     from core.settings import ensure_home, get_settings
     from tandem.llm_server import prepare_model_folder
 
@@ -50,7 +50,7 @@ def export_base_encoder(settings, force: bool = False) -> str:
     import json
 
     from core.encoders import EXPORT_FILE, export_dir, folder_version
-    from core.models import model_path
+    from core.model_files import model_path
     from knowledge.demo_kb import DEMO_DIR
     from offline.encoder_export import export_and_gate
 
@@ -72,7 +72,7 @@ def export_base_encoder(settings, force: bool = False) -> str:
 @models_cli.command("list")
 def models_list() -> None:
     """Registered models and where they resolve."""
-    from core.models import REGISTRY, ModelError
+    from core.model_files import REGISTRY, ModelError
 
     for spec in REGISTRY.values():
         try:

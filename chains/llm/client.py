@@ -14,14 +14,15 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from chains.llm import telemetry as m
 from chains.llm.base import LLM, LLMResult, LLMUnavailable
 from chains.llm.breaker import BreakerState, CircuitBreaker
+from chains.llm.endpoints import TierProfile, parse_tiers_or_default, select_tier
 from chains.llm.load import LoadTracker, OverloadGate, metrics_url_for
-from chains.llm.tiers import TierProfile, parse_tiers_or_default, select_tier
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
 
@@ -40,6 +41,31 @@ class _Endpoint:
         self.base_url = base_url
         self.tracker = tracker
         self.breaker = breaker
+
+
+@dataclass
+class _Call:
+    """One stream() call: what its tries share, and what its end reports (the tracker, the metrics)."""
+
+    tier: TierProfile
+    endpoint: _Endpoint
+    started: float
+    model: str = ""
+    outcome: str = "error"
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    chunks: Any = None  # the current try's stream: closed when the consumer goes away or cancels
+
+
+@dataclass
+class _Try:
+    """What one try streamed."""
+
+    attempt: int
+    parts: list[str] = field(default_factory=list)
+    usage: Any = None
+    first_at: float | None = None
+    finish: str = ""
 
 
 class LLMClient(LLM):
@@ -65,107 +91,35 @@ class LLMClient(LLM):
                user_id: str = "") -> Iterator[str | LLMResult]:
         """Text deltas as they arrive, then one :class:`LLMResult`. Raises LLMUnavailable (also midway)."""
         messages = _checked_messages(messages)
-        settings = self.settings
-        max_tokens = _checked_max_tokens(max_tokens, settings.llm_max_tokens)
-        temperature = settings.llm_temperature if temperature is None else temperature
+        max_tokens = _checked_max_tokens(max_tokens, self.settings.llm_max_tokens)
+        temperature = self.settings.llm_temperature if temperature is None else temperature
         tier = self._select(score)
-        endpoint = self._endpoint(tier)
-        tries = 1 + settings.llm_retries
-
-        if endpoint.breaker.retry_after_s() > 0:  # open and cooling down: reject before queueing
-            m.LLM_REQUESTS.labels(tier.name, "breaker_open").inc()
-            raise LLMUnavailable(f"LLM circuit breaker open for tier {tier.name} "
-                                 f"(next probe in {endpoint.breaker.retry_after_s():.0f} s)")
-        if not endpoint.tracker.acquire(settings.llm_queue_wait_s):
-            self._evaluate()
-            m.LLM_REQUESTS.labels(tier.name, "overloaded").inc()
-            raise LLMUnavailable(f"LLM overloaded: no free slot within {settings.llm_queue_wait_s:.0f} s "
-                                 f"({endpoint.tracker.capacity} in flight)")
-        m.LLM_INFLIGHT.inc()
-        self._evaluate()
-        started = self._clock()
-        outcome, latency_ms, ttft_ms = "error", None, None
-        chunks = None
+        call = self._enter(tier, self._endpoint(tier))
         try:
-            model = self._model_for(tier)
-            chat = self._chat(tier.base_url, model)
+            call.model = self._model_for(tier)
+            chat = self._chat(tier.base_url, call.model)
+            tries = 1 + self.settings.llm_retries
             for attempt in range(1, tries + 1):
-                if not endpoint.breaker.allow():
-                    outcome = "breaker_open"
+                if not call.endpoint.breaker.allow():
+                    call.outcome = "breaker_open"
                     raise LLMUnavailable(f"LLM circuit breaker open for tier {tier.name}"
                                          + (f" after {attempt - 1} failed tries" if attempt > 1 else ""))
-                parts: list[str] = []
-                usage = None
-                first_at = None
-                finish = ""
                 options: dict[str, Any] = {"max_tokens": max_tokens}
                 if temperature is not None:
                     options["temperature"] = temperature
-                priority = self._priority_for(user_id, tier.base_url)
-                if priority:
-                    options["extra_body"] = {"priority": priority}
-                chunks = chat.stream(messages, **options)
-                try:
-                    for chunk in chunks:
-                        if chunk.usage_metadata:
-                            usage = chunk.usage_metadata
-                        finish = (chunk.response_metadata or {}).get("finish_reason") or finish
-                        text = chunk.content if isinstance(chunk.content, str) else ""
-                        if text:
-                            if first_at is None:
-                                first_at = self._clock()
-                            parts.append(text)
-                            yield text
-                        if cancel is not None and cancel.is_set():
-                            break
-                except Exception as exc:  # noqa: BLE001 - every transport/server failure is classified below
-                    kind, retryable, server = _classify(exc)
-                    if priority and kind == "rejected" and "priority" in str(exc).lower() and not parts:
-                        # This server does not schedule by priority: stop asking it to, and try again at once.
-                        with self._lock:
-                            self._no_priority.add(tier.base_url)
-                        retryable = True
-                    m.LLM_ERRORS.labels(kind).inc()
-                    if server == "alive":
-                        endpoint.breaker.record_success()
-                    elif server == "down":
-                        endpoint.breaker.record_failure()
-                    if parts:
-                        raise LLMUnavailable(f"LLM stream broke after {len(parts)} pieces ({kind}: "
-                                             f"{_short(exc)})") from None
-                    if not retryable or attempt == tries:
-                        raise LLMUnavailable(f"LLM failed after {attempt} "
-                                             f"{'try' if attempt == 1 else 'tries'} ({kind}: {_short(exc)})") from None
+                tried = yield from self._try(call, chat, messages, options, user_id, cancel, attempt, tries)
+                if tried is None:  # a retryable failure before any text
                     self._sleep(_backoff_s(attempt, self._jitter))
                     continue
-                cancelled = cancel is not None and cancel.is_set()
-                if cancelled:
-                    chunks.close()  # closes the HTTP stream: the engine aborts the request
-                endpoint.breaker.record_success()
-                now = self._clock()
-                latency_ms = 1000.0 * (now - started)
-                ttft_ms = 1000.0 * ((first_at or now) - started)
-                text = "".join(parts)
-                prompt_tokens, completion_tokens = _token_counts(usage, messages, parts)
-                outcome = "cancelled" if cancelled else "ok"
-                if not cancelled:
-                    m.LLM_LATENCY.observe(latency_ms / 1000.0)
-                yield LLMResult(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                model=model, tier=tier.name, ttft_ms=round(ttft_ms, 1),
-                                latency_ms=round(latency_ms, 1), attempts=attempt, cancelled=cancelled,
-                                finish_reason="cancelled" if cancelled else finish)
+                yield self._result(call, tried, messages, cancel)
                 return
         except GeneratorExit:
-            outcome = "abandoned"  # the consumer stopped reading; not the server's fault
-            if chunks is not None:
-                chunks.close()  # close the HTTP stream now, not at garbage collection: the engine aborts
+            call.outcome = "abandoned"  # the consumer stopped reading; not the server's fault
+            if call.chunks is not None:
+                call.chunks.close()  # close the HTTP stream now, not at garbage collection: the engine aborts
             raise
         finally:
-            endpoint.tracker.release(outcome in ("ok", "cancelled"), latency_ms if outcome == "ok" else None, ttft_ms)
-            m.LLM_INFLIGHT.dec()
-            m.LLM_REQUESTS.labels(tier.name, outcome).inc()
-            m.LLM_BREAKER_STATE.set(self._worst_breaker().gauge_value)
-            self._evaluate()
+            self._leave(call)
 
     def admit(self, user_id: str) -> tuple[bool, str]:
         """Should this message use the LLM now? False + reason means degrade to the small tier."""
@@ -211,6 +165,98 @@ class LLMClient(LLM):
                 endpoint.tracker.close()
 
     # --- internals -----------------------------------------------------------------------------
+    def _enter(self, tier: TierProfile, endpoint: _Endpoint) -> _Call:
+        """Admit one call to the endpoint (breaker cooling down, or no free slot in time: LLMUnavailable)."""
+        settings = self.settings
+        if endpoint.breaker.retry_after_s() > 0:  # open and cooling down: reject before queueing
+            m.LLM_REQUESTS.labels(tier.name, "breaker_open").inc()
+            raise LLMUnavailable(f"LLM circuit breaker open for tier {tier.name} "
+                                 f"(next probe in {endpoint.breaker.retry_after_s():.0f} s)")
+        if not endpoint.tracker.acquire(settings.llm_queue_wait_s):
+            self._evaluate()
+            m.LLM_REQUESTS.labels(tier.name, "overloaded").inc()
+            raise LLMUnavailable(f"LLM overloaded: no free slot within {settings.llm_queue_wait_s:.0f} s "
+                                 f"({endpoint.tracker.capacity} in flight)")
+        m.LLM_INFLIGHT.inc()
+        self._evaluate()
+        return _Call(tier, endpoint, started=self._clock())
+
+    def _try(self, call: _Call, chat: Any, messages: list[dict], options: dict[str, Any], user_id: str,
+             cancel: threading.Event | None, attempt: int, tries: int) -> Generator[str, None, _Try | None]:
+        """One try: its text pieces as they arrive; returns what it streamed, or None when it failed before any
+        text and may be retried. Raises LLMUnavailable when it may not."""
+        tried = _Try(attempt)
+        priority = self._priority_for(user_id, call.tier.base_url)  # asked per try: a refusal turns it off
+        if priority:
+            options = {**options, "extra_body": {"priority": priority}}
+        call.chunks = chat.stream(messages, **options)
+        try:
+            for chunk in call.chunks:
+                if chunk.usage_metadata:
+                    tried.usage = chunk.usage_metadata
+                tried.finish = (chunk.response_metadata or {}).get("finish_reason") or tried.finish
+                text = chunk.content if isinstance(chunk.content, str) else ""
+                if text:
+                    if tried.first_at is None:
+                        tried.first_at = self._clock()
+                    tried.parts.append(text)
+                    yield text
+                if cancel is not None and cancel.is_set():
+                    break
+        except Exception as exc:  # noqa: BLE001 - every transport/server failure is classified below
+            self._failed(call, tried, exc, priority, tries)
+            return None
+        return tried
+
+    def _failed(self, call: _Call, tried: _Try, exc: Exception, priority: int, tries: int) -> None:
+        """Breaker bookkeeping for a failed try; raises LLMUnavailable unless the call may try again."""
+        kind, retryable, server = _classify(exc)
+        if priority and kind == "rejected" and "priority" in str(exc).lower() and not tried.parts:
+            # This server does not schedule by priority: stop asking it to, and try again at once.
+            with self._lock:
+                self._no_priority.add(call.tier.base_url)
+            retryable = True
+        m.LLM_ERRORS.labels(kind).inc()
+        if server == "alive":
+            call.endpoint.breaker.record_success()
+        elif server == "down":
+            call.endpoint.breaker.record_failure()
+        if tried.parts:
+            raise LLMUnavailable(f"LLM stream broke after {len(tried.parts)} pieces ({kind}: "
+                                 f"{_short(exc)})") from None
+        attempt = tried.attempt
+        if not retryable or attempt == tries:
+            raise LLMUnavailable(f"LLM failed after {attempt} "
+                                 f"{'try' if attempt == 1 else 'tries'} ({kind}: {_short(exc)})") from None
+
+    def _result(self, call: _Call, tried: _Try, messages: list[dict], cancel: threading.Event | None) -> LLMResult:
+        """A try that streamed to its end (or to a cancel): its usage, timings and latency metric."""
+        cancelled = cancel is not None and cancel.is_set()
+        if cancelled:
+            call.chunks.close()  # closes the HTTP stream: the engine aborts the request
+        call.endpoint.breaker.record_success()
+        now = self._clock()
+        latency_ms = call.latency_ms = 1000.0 * (now - call.started)
+        ttft_ms = call.ttft_ms = 1000.0 * ((tried.first_at or now) - call.started)
+        prompt_tokens, completion_tokens = _token_counts(tried.usage, messages, tried.parts)
+        call.outcome = "cancelled" if cancelled else "ok"
+        if not cancelled:
+            m.LLM_LATENCY.observe(latency_ms / 1000.0)
+        return LLMResult(text="".join(tried.parts), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                         model=call.model, tier=call.tier.name, ttft_ms=round(ttft_ms, 1),
+                         latency_ms=round(latency_ms, 1), attempts=tried.attempt, cancelled=cancelled,
+                         finish_reason="cancelled" if cancelled else tried.finish)
+
+    def _leave(self, call: _Call) -> None:
+        """The call's end, however it ended: its slot back, its outcome counted, the load re-evaluated."""
+        ok = call.outcome == "ok"
+        call.endpoint.tracker.release(call.outcome in ("ok", "cancelled"), call.latency_ms if ok else None,
+                                      call.ttft_ms)
+        m.LLM_INFLIGHT.dec()
+        m.LLM_REQUESTS.labels(call.tier.name, call.outcome).inc()
+        m.LLM_BREAKER_STATE.set(self._worst_breaker().gauge_value)
+        self._evaluate()
+
     def _tiers(self) -> list[TierProfile]:
         return parse_tiers_or_default(self._policy().tiers, self.settings)
 

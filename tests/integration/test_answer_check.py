@@ -11,7 +11,7 @@ import threading
 import pytest
 from sqlmodel import select
 
-from chains import tiers
+from chains import answers
 from chains.check import AnswerCheck, StreamChecker, claims, sources_of
 from chains.schema import ChatRequest, ChatResponse, Revised
 from storage.tables import Handoff, RequestLog
@@ -75,7 +75,7 @@ def test_an_invented_price_is_never_shown_and_the_draft_answers(scripted):
     streamed, pieces, whole = both_paths(runtime, SHIPPING, "price")
     assert not any("2.50" in p for p in pieces)  # never on screen, not even for a moment
     for response in (streamed, whole):
-        assert "2.50" not in response.answer and tiers.UNCONFIRMED_NOTICE in response.answer
+        assert "2.50" not in response.answer and answers.UNCONFIRMED_NOTICE in response.answer
         assert "$9.90" in response.answer  # the help center's own figure, from the draft
         assert row(runtime, response.request_id).findings[0]["kind"] == "amount"
     assert pieces[-1] == streamed.answer  # the answer replaced what was shown, and what replaced it was logged
@@ -86,7 +86,7 @@ def test_a_cut_off_and_repeating_answer_is_replaced_whole_never_served_trimmed(s
     server.say("Standard shipping costs $4.90.\nStandard shipping costs $4.90.\nExpress costs $9.90 and it is", "length")
     response = runtime.service.answer(ChatRequest(message=SHIPPING, channel="api"))
     assert "Standard shipping costs $4.90.\nStandard" not in response.answer and "and it is" not in response.answer
-    assert response.answer.startswith(tiers.UNCONFIRMED_NOTICE)  # the draft fits a shipping question: it answers
+    assert response.answer.startswith(answers.UNCONFIRMED_NOTICE)  # the draft fits a shipping question: it answers
     logged = row(runtime, response.request_id)
     assert {"truncated", "repeated"} <= {f["kind"] for f in logged.findings}
 
@@ -95,7 +95,7 @@ def test_an_answer_in_the_wrong_language_is_replaced_with_the_draft_and_a_notice
     server, runtime = scripted
     server.say("Shipping costs $4.90 in the EU.")
     response = runtime.service.answer(ChatRequest(message="运费多少钱？", channel="api"))
-    assert f"{tiers.NOTICES['zh'].unconfirmed}\n\n欧盟境内" in response.answer  # said in the customer's language
+    assert f"{answers.NOTICES['zh'].unconfirmed}\n\n欧盟境内" in response.answer  # said in the customer's language
     assert "language" in {f["kind"] for f in row(runtime, response.request_id).findings}
 
 
@@ -108,7 +108,7 @@ def test_the_operators_policy_can_hand_off_instead(scripted):
         response = runtime.service.answer(ChatRequest(message=SHIPPING, session_id="handoff-1", channel="api"))
     finally:
         runtime.policy.save({"check_actions": {**actions, "amount": "draft"}}, "test", "back to the default")
-    assert response.answer.endswith(tiers.HANDOFF_NOTICE) and "2.50" not in response.answer
+    assert response.answer.endswith(answers.HANDOFF_NOTICE) and "2.50" not in response.answer
     with runtime.db.session() as session:
         handoffs = session.exec(select(Handoff).where(Handoff.session_id == "handoff-1")).all()
     assert len(handoffs) == 1 and "amount" in handoffs[0].note

@@ -42,11 +42,11 @@ def test_the_demo_kb_gets_a_floor_from_its_right_left_out_drafts_below_the_opera
     floor = floors["en"]
     assert floor.right_drafts >= MIN_RIGHT_DRAFTS and floor.searched >= floor.right_drafts
     # By construction: about RIGHT_DRAFTS_REWRITTEN of the right left-out drafts score below the floor.
-    from chains import tiers
+    from chains import answers
     from chains.routers.base import RouteContext
 
     qualities = [router.draft_quality(RouteContext(hits=hits, evidence=evidence),
-                                      tiers.draft_answer(question, hits).coverage)
+                                      answers.draft_answer(question, hits).coverage)
                  for question, answer, hits, evidence in demo_kb.left_out_searches()
                  if hits and hits[0].answer_id == answer and not has_cjk(question)]
     assert np.mean(np.array(qualities) < floor.value) <= RIGHT_DRAFTS_REWRITTEN + 1 / len(qualities)

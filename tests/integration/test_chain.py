@@ -54,7 +54,7 @@ def test_guard_refuses_and_logs(service):
         assert row(service, response.request_id).route == "guard"
 
 
-def test_cache_hits_paraphrase_but_never_a_negation(service):
+def test_cache_hits_a_repeated_question_but_never_a_negation(service):
     first = ask(service, "How can I reset my password?")
     again = ask(service, "How can I reset my password?")
     assert first.route == "small" and again.route == "cache"
@@ -74,9 +74,11 @@ def test_a_misspelt_message_is_searched_mended_and_the_trace_says_so(service):
 
 def test_cache_never_stores_or_serves_personal_data(service):
     text = "my email is bob@example.com, how do I change my email address?"
+    entries = len(service.chain.cache)
     first = ask(service, text, user="bob")
     second = ask(service, text, user="carol")
     assert first.route != "cache" and second.route != "cache"
+    assert len(service.chain.cache) == entries  # nothing was stored
     assert "bob@example.com" not in row(service, second.request_id).text  # masked in the log
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlmodel import select
 
-from chains import tiers
+from chains import answers
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from storage.tables import RequestLog
 from tests.conftest import make_runtime
@@ -100,7 +100,7 @@ def test_a_weak_draft_is_rewritten_by_the_llm_with_both_thresholds_at_their_defa
     assert response.sources and response.sources[0].answer_id == top  # the draft's citation kept
     logged = row(runtime, response.request_id)
     rejected = [f for f in logged.findings if f["kind"] == "rewrite_rejected"]
-    draft_body = tiers.fill_template(runtime.kb.answer_texts()[top], message)
+    draft_body = answers.fill_template(runtime.kb.answer_texts()[top], message)
     if rejected:  # the verification kept the draft, and the operator can read what was rejected and why
         assert logged.served == "draft" and logged.rejected_text and rejected[0]["detail"]
         assert response.answer.startswith(draft_body)
@@ -117,7 +117,7 @@ def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_
             assert wait_for(lambda: not runtime.llm.admit("dave")[0], 30), runtime.llm.status()
             degraded = ask(runtime, "Can you recommend a gift for my dad?", user="dave", session="deg-1")
             vip = ask(runtime, "Can you recommend a gift for my mum?", user="vip-1", session="deg-2")
-        assert degraded.route == "small" and degraded.degraded and tiers.DEGRADED_NOTICE in degraded.answer
+        assert degraded.route == "small" and degraded.degraded and answers.DEGRADED_NOTICE in degraded.answer
         assert any(r.startswith("degraded: LLM overloaded") for r in degraded.reasons)
         assert row(runtime, degraded.request_id).degraded
         assert vip.route == "llm" and not vip.degraded

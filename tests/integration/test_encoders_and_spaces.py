@@ -35,7 +35,7 @@ def test_micro_batching_gives_the_same_vectors_in_fewer_passes(encoder):
 
 def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
     """Passages are embedded in batches of similar length; every vector must still land on its own text's row."""
-    from core.models import model_path
+    from core.model_files import model_path
 
     texts = ["refund", "Standard shipping takes 3 to 5 working days inside the EU; express arrives the next day.",
              "", "where is my parcel", "How do I change the email address on my account, and will my orders keep it?",
@@ -47,7 +47,7 @@ def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
 
 
 def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
-    from core.models import model_path
+    from core.model_files import model_path
     from offline.encoder_export import export_and_gate
 
     folder = model_path("minilm")
@@ -100,11 +100,16 @@ def test_answers_come_in_the_customers_language(bilingual_kb):
     assert bilingual_kb._in_language("zh_track_order", "en") == "track_order"
 
 
-def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder):
-    from core.models import model_path
+def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder, monkeypatch):
+    from core.model_files import model_path
 
     kb = ChromaKnowledgeBase(encoder, path=tmp_path / "chroma")
     kb.ingest(DEMO_FILES[:2], progress=False)
+    before = kb.version  # read now: the old object, asked later, would see the new encoder's vectors and embed back
+    re_embeds = []
+    original = ChromaKnowledgeBase._reembed
+    monkeypatch.setattr(ChromaKnowledgeBase, "_reembed",
+                        lambda self, got: (re_embeds.append(len(got["ids"])), original(self, got))[1])
 
     class Renamed(TransformerEncoder):  # the same weights under another version: as after `tandem kb tune`
         pass
@@ -112,5 +117,8 @@ def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder):
     other = Renamed(model_path("minilm"), "other")
     other.version = "retuned000"
     reopened = ChromaKnowledgeBase(other, path=tmp_path / "chroma")
-    assert reopened.version.endswith("-retune") and reopened.version != kb.version
+    assert reopened.version.endswith("-retune") and reopened.version != before
     assert reopened.search("how do I track my order", k=1)[0].answer_id == "track_order"
+    assert len(re_embeds) == 1 and re_embeds[0] > 0  # the stored vectors were rewritten by the new encoder
+    again = ChromaKnowledgeBase(other, path=tmp_path / "chroma")  # opened again with it: nothing to rewrite
+    assert again.version == reopened.version and len(re_embeds) == 1

@@ -236,7 +236,7 @@ def test_the_consoles_promote_button_makes_the_retrained_router_live_for_a_runni
     assert runtime.status()["router_version"] == version
 
 
-# --- cached answers after an operator's change (both fail today: see the report) --------------------
+# --- cached answers after an operator's change -----------------------------------------------------------------
 def test_an_edited_rule_applies_to_a_message_asked_before_the_edit(rules_runtime):
     runtime, rules = rules_runtime
     message = "Does my platinum membership give me free shipping?"

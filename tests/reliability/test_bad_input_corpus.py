@@ -16,8 +16,8 @@ import pytest
 from gradio_client import handle_file
 from gradio_client.exceptions import AppError
 
+from chains.answers import SYSTEM_PROMPT
 from chains.guard import NO_WORDS
-from chains.tiers import SYSTEM_PROMPT
 from tests.reliability.conftest import UPLOAD_LIMIT_MB
 from tests.reliability.corpus.generate import INJECTION_MARKER, media_cases, raw_cases, text_cases
 

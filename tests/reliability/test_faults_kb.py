@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
+from chains.answers import NO_ANSWER
 from chains.schema import ChatRequest
-from chains.tiers import NO_ANSWER
 from core.errors import TandemError
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from tests.conftest import run_cli

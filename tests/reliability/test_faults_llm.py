@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from chains.answers import notices
 from chains.schema import ChatRequest
-from chains.tiers import notices
 from tests.fakes import FaultyOpenAIServer
 from tests.reliability.conftest import make_service, session_rows
 

@@ -106,7 +106,7 @@ def test_a_signed_customer_token_is_accepted_and_a_forged_expired_or_unsigned_on
 @pytest.fixture(scope="module")
 def faulty_app(tmp_path_factory):
     """An app with an unknown TANDEM_ROUTER and a damaged Whisper folder (right size, zeroed weights)."""
-    from core.models import model_path
+    from core.model_files import model_path
 
     good = model_path("whisper-base")
     models = tmp_path_factory.mktemp("damaged-models")
@@ -149,7 +149,7 @@ def test_healthz_reports_a_whisper_that_fails_to_load_and_a_voice_message_is_sti
 
 
 def test_with_whisper_down_a_screenshot_sent_with_a_voice_message_is_still_read(faulty_app):
-    """app/media.py promises "one bad file does not spoil the others"; fails today (see the report)."""
+    """app/media.py promises "one bad file does not spoil the others"."""
     app, _home, _folder = faulty_app
     client = Client(app.url + "/", verbose=False)
     reply, details = chat(client, files=[ASSETS / "order_text.png", ASSETS / "speech.wav"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from chains.answers import SYSTEM_PROMPT
 from chains.check import AnswerCheck, StreamChecker, _fragments, claims
-from chains.tiers import SYSTEM_PROMPT
 
 CONTEXT = ("Standard shipping takes 3-5 business days and costs $4.90, free over $50. Returns within 30 days. "
            "Track order NW-104233 at northwind.example/track. Email support@northwind.example or call "

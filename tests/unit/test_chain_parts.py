@@ -5,12 +5,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from chains.answers import draft_answer, fill_template
 from chains.cache import ResponseCache
 from chains.features import message_features, negation_signature
 from chains.guard import check_input
 from chains.rules import parse_rules
 from chains.state import MemoryState
-from chains.tiers import draft_answer, fill_template
 from core.pii import find_pii, mask, order_ids
 from knowledge.base import Hit
 

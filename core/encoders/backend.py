@@ -1,0 +1,42 @@
+"""The backend choice: which engine serves an encoder folder (TANDEM_ENCODER_BACKEND: the ONNX export its gate
+chose, or torch), and where that export lives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from core.encoders.base import STAMP_FILE, Encoder, folder_version
+from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, OnnxEncoder
+from core.encoders.transformer import TransformerEncoder
+from core.settings import get_settings
+
+
+def export_dir(folder: Path, home: Path) -> Path:
+    """Where the ONNX export of an encoder folder lives: inside a folder Tandem made, else under $TANDEM_HOME."""
+    if (folder / STAMP_FILE).is_file():
+        return folder / "onnx"
+    return home / "models" / f"{folder.parent.name}-onnx"
+
+
+def serving_encoder(folder: Path, name: str, home: Path) -> Encoder:
+    """The backend TANDEM_ENCODER_BACKEND asks for: auto serves what the export's gate chose, else torch."""
+    wanted = get_settings().encoder_backend
+    exported = export_dir(folder, home)
+    record: dict[str, Any] = {}
+    if (exported / EXPORT_FILE).is_file():
+        try:
+            record = json.loads((exported / EXPORT_FILE).read_text())
+        except ValueError:
+            record = {}
+    current = record.get("version") == folder_version(folder)  # an export of older weights does not count
+    if wanted in ("auto", "onnx", "onnx-int8") and current:
+        file = INT8_FILE if (wanted == "onnx-int8" or (wanted == "auto" and record.get("chosen") == "onnx-int8")) \
+            else ONNX_FILE
+        if (exported / file).is_file():
+            return OnnxEncoder(exported, name, file, folder_version(folder))
+    encoder = TransformerEncoder(folder, name)
+    if wanted != "torch" and wanted != "auto":
+        encoder.problem = f"no current ONNX export of {folder.name}; serving torch. Fix: `tandem models prepare`"
+    return encoder

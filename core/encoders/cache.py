@@ -1,0 +1,111 @@
+"""The process's encoders: which encoder a name means (the registry, or the KB-tuned one this data directory made
+active), each loaded once per process and shared."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from core.encoders.backend import serving_encoder
+from core.encoders.base import STAMP_FILE, Encoder, folder_version
+from core.encoders.e5 import E5Encoder
+from core.errors import TandemError
+from core.model_files import MINILM_FIX, ModelError, model_path
+from core.settings import get_settings
+
+
+# name -> loader; a loader takes nothing and returns a ready encoder (models load on first use, once).
+def _minilm() -> Encoder:
+    return serving_encoder(model_path("minilm"), "minilm", get_settings().home)
+
+
+ENCODERS: dict[str, Callable[[], Encoder]] = {"minilm": _minilm, "e5": E5Encoder}
+AUTO = "auto"  # the encoder tuned on this TANDEM_HOME's knowledge base when there is one, else MiniLM
+ACTIVE_FILE = "active.json"
+_LOADED: dict[str, Encoder] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def encoders_dir(home: Path) -> Path:
+    return home / "encoders"
+
+
+def active_tuned_folder(home: Path) -> Path | None:
+    """The tuned encoder folder `tandem kb tune` made live for this data directory, or None."""
+    marker = encoders_dir(home) / ACTIVE_FILE
+    if not marker.is_file():
+        return None
+    try:
+        return Path(json.loads(marker.read_text())["folder"])
+    except (ValueError, KeyError, OSError):
+        return encoders_dir(home) / "unreadable-active.json"
+
+
+def set_active_tuned_folder(home: Path, folder: Path | None) -> None:
+    """Make ``folder`` the encoder of every process on this data directory (None: back to the base MiniLM)."""
+    marker = encoders_dir(home) / ACTIVE_FILE
+    if folder is None:
+        marker.unlink(missing_ok=True)
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(marker.name + ".tmp")
+    tmp.write_text(json.dumps({"folder": str(folder), "version": folder_version(folder)}))
+    tmp.replace(marker)
+
+
+def resolve(name: str | None = None, home: Path | None = None) -> tuple[str, Path | None, str]:
+    """(registry name or "tuned", folder for a tuned encoder, problem) for a TANDEM_ENCODER value."""
+    settings = get_settings()
+    name = name or settings.encoder
+    if name != AUTO:
+        return name, None, ""
+    folder = active_tuned_folder(home or settings.home)
+    if folder is None:
+        return "minilm", None, ""
+    if not (folder / "config.json").is_file() or not (folder / STAMP_FILE).is_file():
+        return "minilm", None, (f"the tuned encoder {folder} is missing or incomplete; using the base MiniLM. "
+                                "Fix: `tandem kb tune` (or `tandem kb tune --reset` to stay on the base)")
+    return "tuned", folder, ""
+
+
+def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
+    """The encoder named by ``name`` (default: TANDEM_ENCODER), loaded once per process.
+
+    ``auto`` (the default) is the encoder `tandem kb tune` adapted to this data directory's knowledge base, or
+    the base MiniLM until there is one; a broken tuned folder falls back to MiniLM and says so in ``problem``.
+    Loaded weights are immutable, so sharing one instance per process is a cache, not shared state.
+    """
+    kind, folder, problem = resolve(name, home)
+    key = f"{folder if folder is not None else kind}:{get_settings().encoder_backend}"
+    if folder is None and kind not in ENCODERS:
+        raise ModelError(f"unknown encoder '{kind}'. Known: {', '.join(sorted(ENCODERS))}, {AUTO}. "
+                         "Fix: set TANDEM_ENCODER")
+    failure: Exception | None = None
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            try:
+                _LOADED[key] = (serving_encoder(folder, "minilm-tuned", home or get_settings().home) if folder is not None
+                                else ENCODERS[kind]())
+            except TandemError:
+                raise
+            except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
+                if folder is None:
+                    raise ModelError(f"encoder '{kind}' failed to load ({exc.__class__.__name__}: {exc}). "
+                                     f"Fix: {MINILM_FIX} --force-reinstall") from exc
+                failure = exc
+        encoder = _LOADED.get(key)
+    if encoder is None:  # the tuned folder did not load (``failure`` says why)
+        # A broken tuned folder must not stop answers: the base model still works. Loaded outside the lock,
+        # which load_encoder("minilm") takes again.
+        fallback = copy.copy(load_encoder("minilm"))
+        fallback.problem = (f"the tuned encoder {folder} does not load ({failure.__class__.__name__}); "
+                            "using the base MiniLM. Fix: `tandem kb tune` again")
+        return fallback
+    if problem:
+        fallback = copy.copy(encoder)
+        fallback.problem = problem
+        return fallback
+    return encoder

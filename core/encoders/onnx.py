@@ -1,0 +1,58 @@
+"""The same transformer exported to ONNX and run by onnxruntime, fp32 or int8 (offline/encoder_export.py exports
+it and its accuracy gate chooses)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from core.encoders.base import Encoder, embedded_by_length
+from core.encoders.transformer import TransformerEncoder
+from core.settings import get_settings
+
+ONNX_FILE = "model.onnx"
+INT8_FILE = "model_int8.onnx"
+EXPORT_FILE = "export.json"  # what offline/encoder_export.py measured and chose
+
+
+def cpu_has_vnni() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+class OnnxEncoder(Encoder):
+    """The same transformer exported to ONNX and run by onnxruntime (pooling and normalisation as above).
+
+    It keeps the version of the folder it was exported from: fp32 gives the same vectors, and int8 is used only
+    when its accuracy gate passed, so the stored vectors stay comparable.
+    """
+
+    max_length = TransformerEncoder.max_length
+
+    def __init__(self, folder: Path, name: str, file: str, version: str):
+        import onnxruntime as ort
+        from transformers import AutoTokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = get_settings().torch_threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(folder / file), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.name, self.version, self.backend = name, version, "onnx-int8" if file == INT8_FILE else "onnx"
+        self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
+
+    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        tokens = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        feed = {name: tokens[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        hidden = self._session.run(None, feed)[0]
+        mask = tokens["attention_mask"][..., None].astype(np.float32)
+        pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
+        return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
