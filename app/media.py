@@ -225,7 +225,7 @@ def decode_capped(path: Path, max_s: float):
                 if total > limit:
                     raise _too_long(path.name, max_s)
     finally:
-        resampler = None
+        del resampler
         gc.collect()  # PyAV's resampler keeps buffers until collected (faster-whisper issue 390)
     pcm = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
     return pcm.astype(np.float32) / 32768.0
