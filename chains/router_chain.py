@@ -13,7 +13,6 @@ text through and act on the final Turn.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -22,23 +21,19 @@ from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 from chains import answers
 from chains.cache import ResponseCache
 from chains.calibration import QualityFloor, quality_floors
-from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
+from chains.check import AnswerCheck, sources_of
 from chains.features import message_features
 from chains.guard import check_input
-from chains.llm.base import LLM, LLMResult, LLMUnavailable
+from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
 from chains.rules import TOOLS, RuleBook
 from chains.schema import Decided, Revised
+from chains.tiers import TIERS, Tier, TierParts, cacheable
+from chains.tiers.llm import LLMTier
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, rewrite_verdict
 from core.text import language_of
 from knowledge.base import KnowledgeBase
 from storage.db import Database
-
-CACHEABLE_ROUTES = ("small", "llm")
-# Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded")
-CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
 class RouterChain:
@@ -69,14 +64,17 @@ class RouterChain:
         self.route_only: Runnable = guard | lookup | rules_step | score | threshold
         # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
-        self.settled_tier: Runnable = RunnableGenerator(self._settled, name="settled")
-        self.small_tier: Runnable = RunnableGenerator(self._small_tier, name="small_tier")
-        self.llm_tier: Runnable = RunnableGenerator(self._llm_tier, name="llm_tier")
+        # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
+        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router)
+        self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
+        self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
+        self.tier_runnables: dict[str, Runnable] = {
+            name: RunnableGenerator(self._runner(tier), name=f"{name}_tier") for name, tier in self.tiers.items()}
         unsettled: Runnable = (rules_step | score | threshold | load_gate
                                | RunnableLambda(self._select_tier, name="select_tier")
                                | RunnableGenerator(self._remember, name="remember"))
         self.chain: Runnable = guard | lookup | RunnableLambda(
-            lambda turn: self.settled_tier if turn.done else unsettled, name="settled_or_route")
+            lambda turn: self.tier_runnables["answered"] if turn.done else unsettled, name="settled_or_route")
 
     # --- the one serving path -----------------------------------------------------------------------
     def stream(self, turn: Turn) -> Iterator[str | Decided | Revised | Turn]:
@@ -270,213 +268,23 @@ class RouterChain:
 
     # --- tiers --------------------------------------------------------------------------------------
     def _select_tier(self, turn: Turn) -> Runnable:
+        """The registered tier that serves the turn's plan (chains/tiers); a settled turn is already answered."""
         if turn.done:
-            return self.settled_tier
-        return self.small_tier if turn.plan == "small" else self.llm_tier
+            return self.tier_runnables["answered"]
+        return self.tier_runnables[self.tier_of_plan.get(turn.plan, "llm")]
 
-    @staticmethod
-    def _settled(turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
-        """Guard, cache and tool answers: already complete; say them at once."""
-        for turn in turns:
-            yield turn.decided()
-            if turn.answer:
-                yield turn.answer
-            yield turn
-
-    def _small_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
-        for turn in turns:
-            yield turn.decided()
-            draft = turn.draft or answers.draft_answer(turn.text, turn.hits)
-            turn.sources = draft.sources
-            answer = draft.text
-            if turn.no_fit:
-                answer = f"{answers.NOTICES[turn.language].no_fit}\n\n{answer}"
-            if turn.degraded:
-                answer = f"{answer}\n\n{answers.NOTICES[turn.language].degraded}"
-            turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
-            turn.finish("small", answer, "tier: small (knowledge-base draft)")
-            yield answer
-            yield turn
+    def _runner(self, tier: Tier) -> Callable[[Iterator[Turn]], Iterator[str | Decided | Revised | Turn]]:
+        def run(turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
+            for turn in turns:
+                yield turn.decided()
+                yield from tier.answer(turn)
+        return run
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
-        draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
-        return answers.llm_messages(turn.text, turn.hits, turn.history, draft)
-
-    def _llm_tier(self, turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
-        """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
-        verified against its draft (chains/verify.py) while the customer already reads the draft."""
-        for turn in turns:
-            yield turn.decided()
-            if turn.plan == "rewrite":
-                yield from self._rewritten(turn)
-            else:
-                yield from self._checked(turn, self._generate(turn))
-
-    def _generate(self, turn: Turn) -> Iterator[str | LLMResult]:
-        assert self.llm is not None  # the load gate sends no turn here without an LLM
-        request = turn.request
-        with timed(turn, "generate"):
-            yield from self.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"), cancel=turn.cancel,
-                                       max_tokens=request.max_tokens, temperature=request.temperature,
-                                       user_id=request.customer)
-
-    def _rewritten(self, turn: Turn) -> Iterator[str | Revised | Turn]:
-        """The draft at once; the rewrite replaces it only if it keeps every key fact of the draft, contradicts
-        none, has no customer-visible defect and adds more than words. Otherwise the draft stands."""
-        draft = self._draft(turn)
-        yield draft.text
-        result: LLMResult | None = None
-        try:
-            for item in self._generate(turn):
-                if isinstance(item, LLMResult):
-                    result = item
-        except LLMUnavailable as exc:
-            yield self._draft_stands(turn, exc.reason)
-            return
-        if result is None:
-            yield self._draft_stands(turn, "LLM stream ended without a result")
-            return
-        self.finish_llm(turn, result)
-        rewrite = result.text.strip()
-        if result.cancelled:
-            turn.answer, turn.served = draft.text, "draft"  # what the customer saw before pressing Stop
-            yield turn
-            return
-        with timed(turn, "verify"):
-            verdict = rewrite_verdict(draft.body, rewrite, message=turn.text, finish_reason=result.finish_reason,
-                                      sources=[draft.body, turn.text])
-        if verdict.accepted:
-            turn.answer, turn.served = rewrite + draft.text[len(draft.body):], "rewrite"  # keeps the citations
-            turn.note("verify", "rewrite accepted")
-            yield Revised(text=turn.answer)
-        else:
-            turn.answer, turn.served, turn.rejected_text = draft.text, "draft", rewrite
-            turn.findings.append({"kind": "rewrite_rejected", "value": verdict.reason.split(":")[0], "action": "draft",
-                                  "detail": verdict.reason})
-            turn.reasons.append(f"rewrite rejected ({verdict.reason}): the knowledge-base draft is served")
-            turn.note("verify", "rewrite rejected", reason=verdict.reason)  # the text itself: operators only
-        yield turn
-
-    def _draft_stands(self, turn: Turn, reason: str) -> Turn:
-        """The LLM failed while the customer was reading the draft: the draft is the answer."""
-        turn.fallback, turn.error = True, reason
-        draft = self._draft(turn)
-        turn.sources = draft.sources
-        turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", draft.text, f"fallback: {reason}")
-
-    def _checked(self, turn: Turn, generated: Iterator[str | LLMResult]) -> Iterator[str | Revised | Turn]:
-        """Pass the answer on through the check; apply the operator's policy to what it finds. An answer the check
-        escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
-        of the broken text."""
-        check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
-                            turn.text, turn.thresholds.check_actions, answers.SYSTEM_PROMPT)
-        stream = StreamChecker(check)
-        result: LLMResult | None = None
-        check_ms = 0.0
-        try:
-            for item in generated:
-                if isinstance(item, LLMResult):
-                    result = item
-                    continue
-                started = time.perf_counter()
-                shown = stream.feed(item)
-                check_ms += (time.perf_counter() - started) * 1000
-                if shown and not self.hold_until_checked:
-                    yield shown
-                if stream.stopped:  # an escalating finding: stop generating what will not be shown
-                    turn.cancel.set()
-        except LLMUnavailable as exc:
-            if stream.shown_text and not self.hold_until_checked:  # the customer saw a partial answer: say so
-                yield CONNECTION_DROPPED
-            self.fall_back(turn, exc.reason)
-            yield turn.answer
-            yield turn
-            return
-        if result is None:
-            self.fall_back(turn, "LLM stream ended without a result")
-            yield turn.answer
-            yield turn
-            return
-        started = time.perf_counter()
-        rest = stream.close()
-        cancelled_by_check = stream.stopped and result.cancelled
-        verdict = check.finish(stream.raw_text if cancelled_by_check else result.text,
-                               "stop" if cancelled_by_check else result.finish_reason)
-        findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
-        self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
-        kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
-        # What the answer was written from (the message grounds nothing), and the check's own stand-in words
-        context = [h.answer for h in turn.hits] + list(STAND_INS.values())
-        broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
-        check_ms += (time.perf_counter() - started) * 1000
-        turn.latency_ms["check"] = round(check_ms, 3)
-        if rest and not broken and not self.hold_until_checked:
-            yield rest
-        turn.findings = [f.as_dict() for f in findings] + [
-            {"kind": d.kind, "value": d.detail[:120], "action": "draft", "detail": "customer-visible defect"}
-            for d in broken if d.kind not in {f.kind for f in findings}]
-        escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff or bool(broken)
-        if escalate:
-            turn.handoff = verdict.handoff or any(f.action == "handoff" for f in findings)
-            turn.rejected_text = result.text.strip()
-            turn.answer, turn.served, turn.sources = self._instead(turn)
-            yield Revised(text=turn.answer)
-        elif turn.cancelled:  # what the customer saw before pressing Stop
-            turn.answer = "" if self.hold_until_checked else stream.shown_text.strip()
-        else:
-            if findings:
-                turn.answer = kept
-            if self.hold_until_checked:  # checked whole: now it may be shown
-                yield turn.answer
-        decision = (f"{len(turn.findings)} finding(s): " + ", ".join(f"{f['kind']}->{f['action']}"
-                                                                     for f in turn.findings)
-                    if turn.findings else "no unsupported claim")
-        turn.note("check", decision, findings=turn.findings, escalated=escalate)
-        yield turn
-
-    def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
-        """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge
-        base's draft with a one-line caveat when it fits the message, else an offer to hand over to a person."""
-        said = answers.NOTICES[turn.language]
-        if turn.handoff:
-            return said.handoff, "handoff", []
-        draft = self._draft(turn)
-        # The draft fits when the router, at the tau its training chose, would have kept the message on the KB,
-        # whatever tau the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle
-        # would you recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule.
-        fitted = (turn.router or self.router()).fitted_thresholds().get("route_threshold", 0.5)
-        fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < min(0.5, fitted)
-        if fits:
-            return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
-        return said.no_answer, "human_offer", []
-
-    def _draft(self, turn: Turn) -> answers.Draft:
-        return turn.draft or answers.draft_answer(turn.text, turn.hits)
-
-    def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
-        turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
-            result.completion_tokens
-        turn.sources = turn.draft.sources if turn.draft else []
-        turn.scores["llm_attempts"] = result.attempts
-        turn.finish_reason = "length" if result.finish_reason == "length" else "stop"
-        rewrite = turn.plan == "rewrite"
-        turn.note("rewrite" if rewrite else "tier", f"llm ({result.tier})", model=result.model,
-                  tokens=result.prompt_tokens + result.completion_tokens, ttft_ms=round(result.ttft_ms, 1),
-                  finish_reason=result.finish_reason)
-        if result.cancelled:
-            turn.cancelled = True
-            return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
-                                                           "engine's request was aborted")
-        return turn.finish("llm", result.text.strip() or answers.NOTICES[turn.language].no_answer,
-                           "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
-
-    def fall_back(self, turn: Turn, reason: str) -> Turn:
-        turn.fallback, turn.error = True, reason
-        draft = self._draft(turn)
-        turn.sources = draft.sources
-        turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{answers.NOTICES[turn.language].fallback}\n\n{draft.text}", f"fallback: {reason}")
+        """The messages the LLM tier would send for this turn (bench and experiments read them)."""
+        tier = self.tiers["llm"]
+        assert isinstance(tier, LLMTier)
+        return tier.llm_request(turn)
 
     # --- after the answer ---------------------------------------------------------------------------
     def _remember(self, items: Iterator[str | Decided | Revised | Turn]) -> Iterator[str | Decided | Revised | Turn]:
@@ -489,7 +297,7 @@ class RouterChain:
             yield item
 
     def _cacheable(self, turn: Turn) -> bool:
-        return (self.cache is not None and turn.route in CACHEABLE_ROUTES and not turn.degraded
+        return (self.cache is not None and cacheable(turn.route) and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer)
@@ -504,17 +312,3 @@ class RouterChain:
         help_center = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", "", []), "")
         return bool(help_center.unsupported(turn.answer))
 
-
-def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:
-    """Why a checked LLM answer is not fit to show: a cut-off or repeating generation (the check can trim it, but
-    what is left is not an answer), or a customer-visible defect of the text that is left, an answer not grounded
-    in the help-center text it was given among them."""
-    trimmed = [Defect("cut_off" if f.kind == "truncated" else f.kind, f.value) for f in findings
-               if f.kind in ("truncated", "repeated")]
-    return trimmed + [d for d in defects(text, message=message, context=context) if d.kind in BROKEN_KINDS]
-
-
-def _cleaned(shown: str, whole: str, findings: list) -> str:
-    """The answer to keep: the streamed text, or the whole checked answer when trimming or de-duplicating applied
-    (those fixes can only be made on the whole)."""
-    return whole if any(f.kind in ("truncated", "repeated") for f in findings) else shown.strip()

@@ -1,0 +1,56 @@
+"""The tier contract and its registry: what answers a turn once the route is decided.
+
+A tier has a name (the route its answers carry), says whether its answers may be cached, names the plans of the
+threshold stage it serves, and produces the answer's events for one turn: text pieces, a :class:`Revised` that
+replaces what was shown, and the finished :class:`Turn` last. The chain yields the turn's decision before them.
+Adding a tier is one file: a subclass with ``@register``, imported by ``chains/tiers/__init__.py``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from chains.schema import Revised
+from chains.turn import Turn
+
+
+@dataclass(frozen=True)
+class TierParts:
+    """What tiers may use of the chain's parts (given by the chain; a tier never reaches back into it)."""
+
+    llm: Any = None                                 # chains.llm.base.LLM, or None without an LLM tier
+    hold_until_checked: bool = False                # LLM answers shown only once checked whole
+    router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
+
+
+class Tier(ABC):
+    name: ClassVar[str]
+    cacheable: ClassVar[bool] = False
+    plans: ClassVar[tuple[str, ...]] = ()  # the threshold stage's plans this tier serves
+
+    def __init__(self, parts: TierParts):
+        self.parts = parts
+
+    @abstractmethod
+    def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
+        """The answer's text pieces (and a Revised that replaces them), then the finished turn."""
+
+
+TIERS: dict[str, type[Tier]] = {}
+
+
+def register(tier: type[Tier]) -> type[Tier]:
+    """Add a tier class to the registry under its name (a second one of the same name is a mistake)."""
+    if tier.name in TIERS and TIERS[tier.name] is not tier:
+        raise ValueError(f"a tier named {tier.name!r} is already registered ({TIERS[tier.name].__name__})")
+    TIERS[tier.name] = tier
+    return tier
+
+
+def cacheable(route: str) -> bool:
+    """Whether answers of the tier named ``route`` may be cached (guard and cache answers never are)."""
+    tier = TIERS.get(route)
+    return bool(tier is not None and tier.cacheable)

@@ -1,0 +1,55 @@
+"""The tier contract (chains/tiers): tiers are plug-ins in one registry, and the chain serves a plan by the registered
+tier that names it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chains.schema import ChatRequest
+from chains.tiers import TIERS, Tier, TierParts, cacheable, register
+from chains.turn import Turn
+from core.policy import Thresholds
+
+
+def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
+    assert {"small", "llm", "answered"} <= set(TIERS)
+    assert TIERS["small"].plans == ("small",) and TIERS["llm"].plans == ("llm", "rewrite")
+    assert cacheable("small") and cacheable("llm")
+    assert not cacheable("answered") and not cacheable("guard") and not cacheable("tool") and not cacheable("cache")
+
+
+def test_a_second_tier_under_a_taken_name_is_refused():
+    class Impostor(Tier):
+        name = "small"
+
+        def answer(self, turn: Turn) -> Iterator:
+            yield turn
+
+    with pytest.raises(ValueError, match="already registered"):
+        register(Impostor)
+    assert TIERS["small"].__name__ == "SmallTier"
+
+
+def test_a_tier_added_in_one_class_is_built_and_serves_its_plan():
+    from chains.router_chain import RouterChain
+
+    @register
+    class Expert(Tier):
+        name = "expert"
+        plans = ("expert",)
+
+        def answer(self, turn: Turn) -> Iterator:
+            yield turn.finish("llm", "an expert's answer", "tier: expert")
+
+    try:
+        chain = RouterChain(kb=object(), router=lambda: None, cache=None, rules=None, llm=None,  # type: ignore[arg-type]
+                            db=None, embed=lambda text: None)
+        assert chain.tier_of_plan["expert"] == "expert" and isinstance(chain.tiers["expert"], Expert)
+        assert isinstance(chain.tiers["expert"].parts, TierParts)
+        turn = Turn(request=ChatRequest(message="which lens for night skies?"), thresholds=Thresholds.defaults())
+        turn.plan = "expert"  # what the threshold stage sets
+        assert chain._select_tier(turn) is chain.tier_runnables["expert"]
+    finally:
+        TIERS.pop("expert", None)
