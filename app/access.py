@@ -10,11 +10,13 @@ presented and the key's scopes, and the customer a signed token names. The rules
 - ``chat`` covers /api/v1/chat, /api/v1/feedback and /v1; ``kb`` covers /api/v1/kb/*; ``admin`` covers everything.
   /metrics and /api/docs are open on loopback, else they need a key.
 - The customer is ``X-Tandem-Customer: <signed token>`` (core.identity). A token that is sent must verify (401).
-- Limits (chains.ratelimit) count the address, the key, the customer and the total, before anything is read.
+- Limits (chains.ratelimit; app.serving.over_limit) count the address, the key, the customer and the total,
+  before anything is read.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import threading
 import time
@@ -23,7 +25,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from chains.ratelimit import LimitKeys
-from chains.runtime import Runtime
 from core.exposure import is_loopback
 from core.identity import HEADER as CUSTOMER_HEADER
 from core.identity import IdentityError, identity_key, verify_token
@@ -178,12 +179,7 @@ class Gate:
             return True
         return self.key(headers.get("authorization", "")) is not None
 
-    def admit(self, runtime: Runtime, caller: Caller) -> str:
-        """The limits' refusal for one more message from this caller ("" to go on)."""
-        return runtime.limiter.check(caller.limit_keys)
 
 
 def _same(sent: str, expected: str) -> bool:
-    import hmac
-
     return hmac.compare_digest(sent.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass"))

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.attachment import AttachmentError, check_size
+from app.audio import load_audio
 from core.errors import TandemError
 from core.model_files import model_path
 from core.settings import Settings, get_settings
@@ -26,19 +28,12 @@ AUDIO_SUFFIXES = frozenset({".wav", ".mp3", ".ogg", ".oga", ".opus", ".flac", ".
 MAX_IMAGE_PIXELS = 40_000_000
 # OCR cost grows with pixels; shrinking the long side to this keeps a screenshot legible and fast.
 OCR_MAX_SIDE = 2000
-SAMPLE_RATE = 16_000
-# Shorter than this is a click, not a question.
-MIN_AUDIO_S = 0.3
 
 
 def gradio_upload_folder() -> Path:
     """Where the chat UI's uploads land: Gradio's upload folder (``gradio.utils.get_upload_folder``, repeated here so
     reading a file does not import Gradio)."""
     return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
-
-
-class AttachmentError(TandemError):
-    """A file the customer sent could not be used; the message says which and why, in plain words."""
 
 
 @dataclass
@@ -68,19 +63,6 @@ def kind_of(path: str | Path) -> str:
                           "please send a photo/screenshot (PNG, JPEG, WebP) or a voice message (WAV, MP3, OGG).")
 
 
-def _check_size(path: Path, limit_mb: float) -> int:
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise AttachmentError(f"{path.name}: the upload did not arrive; please attach it again.") from None
-    if size > limit_mb * 1024 * 1024:
-        raise AttachmentError(f"{path.name} is {_human_size(size)}; the limit is {limit_mb:g} MB. "
-                              "Please send a smaller file.")
-    if size == 0:
-        raise AttachmentError(f"{path.name} is empty (0 bytes); please record or attach it again.")
-    return size
-
-
 # --- images -------------------------------------------------------------------------------
 
 def _load_ocr():
@@ -98,7 +80,7 @@ def load_image(path: str | Path, max_mb: float):
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path)
-    _check_size(path, max_mb)
+    check_size(path, max_mb)
     name = path.name
     with warnings.catch_warnings():
         # Pillow warns (then errors) on huge images; we apply our own, lower limit with a clear message.
@@ -179,106 +161,6 @@ def _load_whisper():
     except Exception as exc:
         raise TandemError(f"Whisper failed to load from {path} ({exc.__class__.__name__}). "
                           "Fix: delete that folder and restart; it is re-joined from the wheels") from exc
-
-
-def _probe_duration(path: Path) -> float | None:
-    """Container-declared duration in seconds, read from the header (no decoding); None if unknown."""
-    import av
-
-    with av.open(str(path)) as container:
-        if container.duration:
-            return container.duration / 1_000_000
-        for stream in container.streams.audio:
-            if stream.duration and stream.time_base:
-                return float(stream.duration * stream.time_base)
-    return None
-
-
-def _too_long(name: str, max_s: float, seconds: float | None = None) -> AttachmentError:
-    length = f"{seconds:.0f} s long" if seconds is not None else f"longer than {max_s:.0f} s"
-    return AttachmentError(f"{name} is {length}; voice messages can be at most {max_s:.0f} s. "
-                           "Please send a shorter one.")
-
-
-def decode_capped(path: Path, max_s: float):
-    """Decode to 16 kHz mono float32, frame by frame, and stop with the "too long" error as soon as the decoded
-    length passes ``max_s`` (+0.5 s of slack), whatever the container declares (or does not: a FLAC written to a
-    pipe carries no length). Memory stays bounded by the limit: a 10 MB file that would decode to hours of samples
-    is refused after ``max_s`` of them. The same PyAV steps as faster-whisper's ``decode_audio`` (resampled to s16
-    mono, timestamps ignored, undecodable packets skipped), with the count kept along the way."""
-    import gc
-
-    import av
-    import numpy as np
-
-    limit = int((max_s + 0.5) * SAMPLE_RATE)
-    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono", rate=SAMPLE_RATE)
-    chunks: list[np.ndarray] = []
-    total = 0
-    try:
-        with av.open(str(path), mode="r", metadata_errors="ignore") as container:
-            for frame in _audio_frames(container):
-                for out in resampler.resample(frame):
-                    samples = out.to_ndarray().reshape(-1)
-                    total += len(samples)
-                    chunks.append(samples)
-                if total > limit:
-                    raise _too_long(path.name, max_s)
-    finally:
-        del resampler
-        gc.collect()  # PyAV's resampler keeps buffers until collected (faster-whisper issue 390)
-    pcm = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
-    return pcm.astype(np.float32) / 32768.0
-
-
-def _audio_frames(container):
-    """The first audio stream's frames as they are decoded, then None (which drains the resampler)."""
-    import av
-
-    stream = container.streams.audio[0]  # IndexError: no audio stream
-    decoded = failures = 0
-    for packet in container.demux(stream):  # ends with an empty packet that drains the decoder
-        try:
-            frames = packet.decode()
-        except av.InvalidDataError:  # one damaged packet; faster-whisper skips those too
-            failures += 1
-            continue
-        for frame in frames:
-            decoded += 1
-            frame.pts = None
-            yield frame
-    if failures and not decoded:
-        raise av.InvalidDataError(0, "no packet could be decoded")
-    yield None
-
-
-def load_audio(path: str | Path, max_mb: float, max_s: float):
-    """Decode to 16 kHz mono float32 with PyAV; checks size, codec and declared length first, and the decoded length
-    as it goes (:func:`decode_capped`)."""
-    import av
-
-    path = Path(path)
-    _check_size(path, max_mb)
-    name = path.name
-    unreadable = (f"{name} is not audio I can play (unknown or unsupported format). "
-                  "Please record again or send WAV, MP3 or OGG.")
-    try:
-        declared = _probe_duration(path)
-        if declared is not None and declared > max_s + 0.5:
-            raise _too_long(name, max_s, declared)
-        audio = decode_capped(path, max_s)
-    except AttachmentError:
-        raise
-    except (av.FFmpegError, OSError, ValueError, IndexError, StopIteration, RuntimeError):
-        # PyAV raises InvalidDataError for garbage, and a container without an audio stream has no
-        # streams.audio[0] (IndexError); all mean "not usable audio".
-        raise AttachmentError(unreadable) from None
-    seconds = len(audio) / SAMPLE_RATE
-    if seconds > max_s + 0.5:
-        raise _too_long(name, max_s, seconds)
-    if seconds < MIN_AUDIO_S:
-        raise AttachmentError(f"{name} is too short to contain speech ({seconds:.1f} s); please record again.")
-    return audio
 
 
 class MediaReader:
@@ -407,10 +289,6 @@ class MediaReader:
             except TandemError as exc:
                 problems.append(str(exc))
         return problems
-
-
-def _human_size(size: int) -> str:
-    return f"{size / 1024 / 1024:.1f} MB" if size >= 1024 * 1024 else f"{size / 1024:.0f} kB"
 
 
 def _short(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from app.openai_protocol import (
 )
 from app.openai_serving import CHANNEL, OpenAIServing, Refusal
 from app.routes import caller_of
-from app.serving import OPENAI_REFUSAL_STATUS, available_runtime
+from app.serving import OPENAI_REFUSAL_STATUS, available_runtime, over_limit
 from chains.ratelimit import retry_after_s
 from chains.schema import ChatRequest
 
@@ -44,11 +44,9 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, caller
                          customer=caller.customer, client=caller.client, channel=CHANNEL)
     try:
         serving.check(body, request.app.state.settings.max_answer_tokens)
-        # The limits before any attachment is decoded (OCR and Whisper are the costly part of a bad call).
-        if refusal_text := await run_in_threadpool(runtime.limiter.check, caller.limit_keys):
-            await run_in_threadpool(runtime.service.refuse, logged, refusal_text, "guard: rate limited", "rate_limited")
-            return openai_error(OPENAI_REFUSAL_STATUS["rate_limited"], refusal_text,
-                                headers={"Retry-After": str(retry_after_s(refusal_text))})
+        if (refused := await run_in_threadpool(over_limit, runtime, caller.limit_keys, logged)) is not None:
+            return openai_error(OPENAI_REFUSAL_STATUS["rate_limited"], refused.answer,
+                                headers={"Retry-After": str(retry_after_s(refused.answer))})
     except Refusal as refusal:
         await run_in_threadpool(serving.log_refusal, logged, refusal)
         return refusal.response()

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.access import Caller, Gate
 from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
-from app.serving import REFUSAL_STATUS, available_runtime, refusal_status, stream_async
+from app.serving import REFUSAL_STATUS, available_runtime, over_limit, refusal_status, stream_async
 from chains.metrics import get_or_create
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
@@ -67,12 +67,10 @@ def caller_of(request: Request) -> Caller:
 
 def admitted(runtime: Runtime, caller: Caller, request: ChatRequest, endpoint: str) -> None:
     """The rate limits, before anything of the message is read: over them, a logged row and a 429."""
-    refusal = runtime.limiter.check(caller.limit_keys)
-    if refusal:
-        response = runtime.service.refuse(request, refusal, "guard: rate limited", "rate_limited")
-        raise ApiError(REFUSAL_STATUS["rate_limited"], refusal, endpoint,
-                       headers={"Retry-After": str(retry_after_s(refusal))},
-                       request_id=response.request_id, session_id=response.session_id)
+    if (refused := over_limit(runtime, caller.limit_keys, request)) is not None:
+        raise ApiError(REFUSAL_STATUS["rate_limited"], refused.answer, endpoint,
+                       headers={"Retry-After": str(retry_after_s(refused.answer))},
+                       request_id=refused.request_id, session_id=refused.session_id)
 
 
 @router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES, response_model_exclude_none=True)

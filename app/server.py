@@ -28,7 +28,7 @@ from app.serving import Unavailable, available_runtime
 from chains.runtime import Runtime, build_runtime
 from chains.schema import ChatRequest
 from core.errors import TandemError
-from core.exposure import app_exposure_problem
+from core.exposure import app_exposure_problem, is_loopback
 from core.settings import Settings, get_settings
 
 log = logging.getLogger("tandem.app")
@@ -193,6 +193,13 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
     app.include_router(openai_router)
     app.add_middleware(BodyLimit)
 
+    _answer_refusals_and_errors(app)
+    return app
+
+
+def _answer_refusals_and_errors(app: FastAPI) -> None:
+    """Operators' pages behind the gate, and every refusal or error answered in the shape of the path's API (bad
+    input never a 500)."""
     @app.middleware("http")
     async def _operator_pages(request: Request, call_next):
         if request.url.path in OPERATOR_PATHS:
@@ -241,8 +248,6 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
         log.exception("unhandled error")
         return error_response(request.url.path, 500, "internal error; it has been logged")
 
-    return app
-
 
 # An idle keep-alive connection is closed by the side whose timeout ends first. uvicorn's default, 5 s, equals
 # httpx's (and so the OpenAI SDK's) pool expiry and is far below nginx's upstream 60 s: a client could send its
@@ -256,18 +261,18 @@ def serve(settings: Settings | None = None, host: str | None = None, port: int |
 
     settings = settings or get_settings()
     host = host or settings.host
-    if problem := app_exposure_problem(host, has_api_key(settings)):
-        raise TandemError(problem)
+    refuse_if_exposed(settings, host)
     uvicorn.run(create_app(settings), host=host, port=port or settings.app_port,
                 log_level="info", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S)
 
 
-
-def has_api_key(settings: Settings) -> bool:
-    """TANDEM_API_TOKEN is set, or `tandem keys create` made a key that is not revoked."""
-    if settings.api_token:
-        return True
+def refuse_if_exposed(settings: Settings, host: str) -> None:
+    """Refuse (one line naming the setting) to listen beyond loopback without an API key: TANDEM_API_TOKEN, or a key
+    `tandem keys create` made that is not revoked. Loopback needs no database read."""
+    if is_loopback(host) or settings.api_token:
+        return
     from storage.api_keys import active_key_count
     from storage.db import open_database
 
-    return active_key_count(open_database(settings.db_url).init()) > 0
+    if problem := app_exposure_problem(host, active_key_count(open_database(settings.db_url).init()) > 0):
+        raise TandemError(problem)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.service import TandemService
@@ -51,6 +52,13 @@ def refusal_status(response: ChatResponse, statuses: Mapping[str, int] = REFUSAL
     if response.route != "guard":
         return None
     return statuses.get(response.refusal)
+
+
+def over_limit(runtime: Runtime, keys: LimitKeys, request: ChatRequest) -> ChatResponse | None:
+    """The rate limits, before anything of the message is read (OCR and Whisper are what a flood would cost): over
+    them, the refusal, answered and logged as a guard row; None to go on."""
+    refusal = runtime.limiter.check(keys)
+    return runtime.service.refuse(request, refusal, "guard: rate limited", "rate_limited") if refusal else None
 
 
 def pump(produce: Callable[[], Iterable[Any]], put: Callable[[object], None], name: str) -> None:

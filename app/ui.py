@@ -25,7 +25,7 @@ import gradio as gr
 
 from app import media
 from app.access import AccessDenied, Gate
-from app.serving import drain, pump
+from app.serving import drain, over_limit, pump
 from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
@@ -233,14 +233,12 @@ class ChatHandlers:
 
         def turn() -> Iterator[Any]:
             runtime = self.runtime()
-            # The limits before any attachment is read: OCR and Whisper are what a flood would cost.
-            if refusal := runtime.limiter.check(keys):
-                limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
-                                      channel="ui", modality="text+attachment" if files else "text")
+            limited = ChatRequest(message=text, session_id=session_id, customer=customer, client=keys.client,
+                                  channel="ui", modality="text+attachment" if files else "text")
+            if (refused := over_limit(runtime, keys, limited)) is not None:
                 yield limited, media.Extraction()
-                response = runtime.service.refuse(limited, refusal, "guard: rate limited", "rate_limited")
-                yield response.answer
-                yield response
+                yield refused.answer
+                yield refused
                 return
             chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
             yield chat_request, extraction

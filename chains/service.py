@@ -143,10 +143,9 @@ class TandemService:
         return turn
 
     def owns(self, session_id: str, owner: str) -> bool:
-        """Whether ``owner`` may continue this session: it opened it, or nobody has (a new id it chose).
-
-        Sessions opened by the operator's own channels (owner "") are theirs alone; the operator's CLI (owner "")
-        may continue any session, as it reads the database anyway."""
+        """Whether ``owner`` may continue this session: it opened it, or nobody has (a new id it chose). The operator's
+        own channels (CLI, batch: owner "") may continue any session, as they read the database anyway; a session
+        they opened belongs to no caller of the APIs or the UI."""
         if not owner:
             return True
         try:

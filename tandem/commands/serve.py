@@ -12,18 +12,15 @@ def register(cli: typer.Typer) -> None:
               seed: bool = typer.Option(True, help="Seed demo orders and the demo knowledge base when empty.")
               ) -> None:
         """Start the chat UI at /, Tandem's API at /api/v1 and the OpenAI-compatible API at /v1."""
-        from app.server import has_api_key
+        from app.server import refuse_if_exposed
         from app.server import serve as run
         from chains.bootstrap import bootstrap
         from chains.runtime import open_kb
         from core.encoders import load_encoder
-        from core.errors import TandemError
-        from core.exposure import app_exposure_problem
         from core.settings import get_settings
 
         settings = get_settings()
-        if problem := app_exposure_problem(host or settings.host, has_api_key(settings)):  # before loading models
-            raise TandemError(problem)
+        refuse_if_exposed(settings, host or settings.host)  # before loading models; serve() checks again (cheap)
         kb = open_kb(settings, load_encoder(settings.encoder)) if seed else None
         for line in bootstrap(settings, kb, seed=seed):
             typer.echo(line)
