@@ -65,7 +65,7 @@ class RouterChain:
         # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
-        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router)
+        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, encoder_for=kb.encoder_for)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {

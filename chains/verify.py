@@ -38,8 +38,13 @@ _NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK"
 _ECHO = re.compile(r"help-?center (?:context|answer|entr(?:y|ies))|answers this question as follows|draft answer|"
                    r"customer(?:'s)? (?:next )?message|<<<|>>>|reply in (?:english|simplified chinese)|"
                    r"^\s*\[\d+\][^\n:]{2,80}:|帮助中心(?:内容|上下文)|客户消息", re.IGNORECASE | re.MULTILINE)
-_NARRATION = re.compile(r"\bthe (?:customer|user)(?:'s)?\b|\bthe message (?:is|asks)\b|(?:该|这位)(?:客户|用户)",
-                        re.IGNORECASE)
+# Narration: the model talks about the exchange instead of taking part in it ("The customer should ...", "Sure!
+# Here's how you could respond: ...", "Thank you for your prompt response" to a customer who asked a question).
+_NARRATION = re.compile(r"\bthe (?:customer|user)(?:'s)?\b|\bthe message (?:is|asks)\b|(?:该|这位)(?:客户|用户)|"
+                        r"\bhere(?:'s| is) (?:how you (?:could|might|can|should) (?:respond|reply)|"
+                        r"a (?:possible |suggested |sample )?(?:response|reply))|"
+                        r"\bthank you for (?:your (?:prompt )?response|your assistance|providing (?:the|this) "
+                        r"(?:help[- ]?center )?(?:context|information))", re.IGNORECASE)
 _REFUSAL = re.compile(r"\b(?:I'?m|I am) (?:unable|not able) to (?:assist|help|provide|answer)|\bI (?:can(?:'|no)?t|"
                       r"cannot|won'?t) (?:assist|help|provide|answer)|\bas an AI\b|sorry for your loss|"
                       r"无法(?:为您)?(?:提供|协助|帮助|回答)|我不能(?:提供|帮助|回答)", re.IGNORECASE)
@@ -48,7 +53,7 @@ _CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
 
 DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "ungrounded",
-                "empty", "contradiction")
+                "off_topic", "empty", "contradiction")
 
 
 @dataclass(frozen=True)
@@ -151,8 +156,12 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("language", written_in))
     if sources:
         found += [Defect("unsupported", c.text) for c in AnswerCheck(sources, message).unsupported(text)]
-    if context and (grounded := grounded_share(without_citations(text), context)) < GROUNDED_SHARE:
-        found.append(Defect("ungrounded", f"{grounded:.0%} of its content words are in the help-center text"))
+    if context:
+        body = without_citations(text)
+        if (grounded := grounded_share(body, context)) < GROUNDED_SHARE:
+            found.append(Defect("ungrounded", f"{grounded:.0%} of its content words are in the help-center text"))
+        elif statement := ungrounded_statement(body, context):
+            found.append(Defect("ungrounded", statement))
     return found
 
 
@@ -223,7 +232,9 @@ _FUNCTION_WORDS = frozenset((
     "we'll", "you'll", "we", "us", "me", "my", "is", "be", "to", "of", "in", "on", "at", "or", "if", "so", "do", "a",
     "an", "it", "as", "by", "up", "no", "good", "morning", "evening", "afternoon", "today", "hello", "welcome", "day",
     "glad", "sorry", "apologize", "apologise", "inconvenience", "assist", "assistance", "question", "questions",
-    "anything", "else", "feel", "free", "ask", "further", "hope", "great", "nice"))
+    "anything", "else", "feel", "free", "ask", "further", "hope", "great", "nice",
+    # courtesy, which grounds nothing and claims nothing ("We hope this helps and wish you a lovely day")
+    "helps", "wish", "lovely", "wonderful", "things", "enjoy", "pleasure", "understand", "appreciate", "patience"))
 
 
 def _content_words(text: str) -> set[str]:
@@ -246,6 +257,46 @@ def grounded_share(text: str, context: Sequence[str]) -> float:
         return 1.0
     known = {_stem(w) for w in _content_words(" ".join(context))}
     return len(said & known) / len(said)
+
+
+# A plain statement is a claim too ("The packaging is plastic-free.", "Germany has the best student account in
+# Germany."): each sentence that says something (two content words or more) must draw most of them from the
+# help-center text. The customer's own words do not count, as for the whole answer. Fitted on the demo shop's
+# development answers: 0.5 passed "To stop the surplus, you should cancel the order." (no fact of the cancel answer).
+STATEMENT_SHARE = 0.6
+MIN_STATEMENT_WORDS = 2
+_STATEMENTS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+
+
+def ungrounded_statement(text: str, context: Sequence[str]) -> str:
+    """The first sentence of ``text`` that says something the context mostly does not, or ""."""
+    known = {_stem(w) for w in _content_words(" ".join(context))}
+    for sentence in _STATEMENTS.split(text):
+        said = {_stem(w) for w in _content_words(sentence)}
+        if len(said) >= MIN_STATEMENT_WORDS and len(said & known) / len(said) < STATEMENT_SHARE:
+            return sentence.strip()[:160]
+    return ""
+
+
+# An answer is about the message: its similarity to the message, in the message's own vector space (the answer
+# embedded as a passage), is at least the floor, or it shares a content word with it. Fitted on development
+# messages and their right KB answers (scripts/relevance_floor.py): at these floors about 1 % of right answers
+# would be flagged, and about half of answers to a different question (demo dev, English, MiniLM: 0.15; Chinese
+# valid, multilingual-e5-small, whose similarities all sit high: 0.84). Per encoder name: an encoder not listed
+# has no floor (the check is off for it) until the script is run for it.
+RELEVANCE_FLOOR = {"minilm": 0.15, "e5": 0.84}
+
+
+def off_topic(message: str, answer: str, similarity: float | None, encoder: str) -> Defect | None:
+    """A defect when the answer is about something else than the message (the nearest help-center text of a
+    message the help center does not cover, answered as if it did: "do you ever get tired?" got the student
+    discount)."""
+    floor = RELEVANCE_FLOOR.get(encoder)
+    if similarity is None or floor is None or similarity >= floor:
+        return None
+    if {_stem(w) for w in _content_words(message)} & {_stem(w) for w in _content_words(without_citations(answer))}:
+        return None
+    return Defect("off_topic", f"similarity {similarity:.2f} to the message, no word of it in common")
 
 
 def _words(text: str) -> set[str]:

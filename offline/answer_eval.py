@@ -169,7 +169,7 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    sources=sources_of(final.hits, draft, final.text, final.history),
                    context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else []),
                    findings=list(final.findings), first_text_ms=first, total_ms=total, error=final.error,
-                   rejected_text=final.rejected_text)
+                   rejected_text=final.rejected_text, relevance=final.scores.get("answer_relevance"))
 
 
 def run_set(chain: RouterChain, eval_set: EvalSet, messages: list[Message], refs: dict[str, str],

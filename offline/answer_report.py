@@ -57,6 +57,7 @@ class Outcome:
     total_ms: float = 0.0
     error: str = ""
     rejected_text: str = ""       # LLM text the chain did not serve (a rejected rewrite, a replaced answer)
+    relevance: float | None = None  # the LLM answer's similarity to the message (chains.verify.off_topic)
 
 
 def rejection(findings: Iterable[dict[str, Any]]) -> str | None:
@@ -88,7 +89,8 @@ def score(o: Outcome, reference: str | None) -> dict[str, Any]:
         "right": (o.top_answer_id == o.expected) if o.in_scope and o.served not in SETTLED else None,
         "findings": o.findings, "rejected": rejection(o.findings), "rejected_text": o.rejected_text,
         "recall": None, "missing": [], "defects": [],
-        "worse_than_draft": None, "first_text_ms": o.first_text_ms, "total_ms": o.total_ms, "error": o.error}
+        "worse_than_draft": None, "relevance": o.relevance, "first_text_ms": o.first_text_ms, "total_ms": o.total_ms,
+        "error": o.error}
     if o.served not in LLM_TEXT:
         return record
     found = [{"kind": d.kind, "detail": d.detail} for d in defects(

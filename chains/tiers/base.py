@@ -24,6 +24,7 @@ class TierParts:
     llm: Any = None                                 # chains.llm.base.LLM, or None without an LLM tier
     hold_until_checked: bool = False                # LLM answers shown only once checked whole
     router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
+    encoder_for: Callable[[str], Any] | None = None  # the KB's encoder of a message's vector space
 
 
 class Tier(ABC):

@@ -8,16 +8,18 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import numpy as np
+
 from chains import answers
 from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
 from chains.tiers.base import Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, rewrite_verdict
+from chains.verify import Defect, defects, off_topic, rewrite_verdict, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded")
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic")
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
@@ -136,6 +138,8 @@ class LLMTier(Tier):
         # What the answer was written from (the message grounds nothing), and the check's own stand-in words
         context = [h.answer for h in turn.hits] + list(STAND_INS.values())
         broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
+        if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
+            broken.append(wrong)
         check_ms += (time.perf_counter() - started) * 1000
         turn.latency_ms["check"] = round(check_ms, 3)
         if rest and not broken and not self.parts.hold_until_checked:
@@ -161,6 +165,17 @@ class LLMTier(Tier):
                     if turn.findings else "no unsupported claim")
         turn.note("check", decision, findings=turn.findings, escalated=escalate)
         yield turn
+
+    def _off_topic(self, turn: Turn, text: str) -> Defect | None:
+        """Whether the answer is about something else than the message, in the message's own vector space (the
+        answer embedded once, about 5 ms, only for an LLM answer that passed every other check)."""
+        if turn.vector is None or self.parts.encoder_for is None or not text.strip():
+            return None
+        encoder = self.parts.encoder_for(turn.query)
+        answer = encoder.encode_answer(without_citations(text))
+        similarity = float(np.dot(turn.vector, answer) / (np.linalg.norm(turn.vector) * np.linalg.norm(answer) or 1.0))
+        turn.scores["answer_relevance"] = round(similarity, 4)
+        return off_topic(turn.text, text, similarity, encoder.name)
 
     def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
         """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge

@@ -55,6 +55,11 @@ class Encoder(ABC):
         but never through the passage cache: messages are not written to disk."""
         return self._embed_passages(texts, batch_size)
 
+    def encode_answer(self, text: str) -> np.ndarray:
+        """A generated answer, embedded as a passage but never through the passage cache (it may hold what the
+        customer wrote): how the answer check measures whether it is about the message."""
+        return self._embed_passages([text], 1)[0]
+
     def encode_query(self, text: str) -> np.ndarray:
         """One message, memoised: cache, router and retrieval share this single embedding."""
         return self._memo(text)

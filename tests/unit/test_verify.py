@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from chains.verify import defects, fact_report, key_facts, rewrite_verdict
+from chains.verify import RELEVANCE_FLOOR, defects, fact_report, key_facts, off_topic, rewrite_verdict
 from tests.conftest import REPO
 
 ANSWERS = {row["answer_id"]: row["answer"]
@@ -40,6 +40,8 @@ def test_a_shorter_path_on_the_way_is_no_contradiction_and_a_full_one_is_recalle
     ("[1] Can I change my order? [2] Can I exchange an item? Draft answer: You can change items. Customers:", "echo"),
     ("<<< What is the fastest way to reach a real person at Northwind?", "echo"),
     ("The customer message is a request to start a return.", "narration"),
+    ("Sure! Here's how you could respond: Before you buy, I'd be happy to help.", "narration"),
+    ("Thank you for your prompt response. I understand that your order was delayed.", "narration"),
     ("I'm unable to assist with your request.", "refusal"),
     ("I'm sorry for your loss, but I'm unable to provide a gift card.", "refusal"),
     ("Returns are free. Returns are free.\nReturns are free.", "repeated"),
@@ -109,3 +111,24 @@ def test_a_chinese_reply_that_repeats_the_message_or_says_what_the_help_center_d
     assert "ungrounded" in {d.kind for d in defects("人工智能确实会取代人类。", message="你觉得人工智能会取代人类吗",
                                                     context=[zh_damaged])}
     assert not defects("商品损坏请在签收后14天内反馈，并附上商品和包装的照片。", message="杯子碎了", context=[zh_damaged])
+
+
+def test_a_plain_statement_the_help_center_does_not_make_is_ungrounded_even_in_a_grounded_answer():
+    """A sentence is a claim too: "The packaging is plastic-free." holds no link, amount or duration for the claim
+    check, and its two words are too few for the whole-answer share; each sentence is judged on its own."""
+    context = [ANSWERS["express_shipping"]]
+    found = defects("Express shipping with UPS costs $9.90. The packaging is plastic-free.",
+                    message="is your packaging plastic-free?", context=context)
+    assert [(d.kind, d.detail) for d in found] == [("ungrounded", "The packaging is plastic-free.")]
+    assert not defects("Express shipping with UPS delivers within 1-2 business days and costs $9.90.",
+                       message="is there a faster option?", context=context)
+
+
+def test_an_answer_about_something_else_is_off_topic_unless_it_shares_a_word_with_the_message():
+    floor = RELEVANCE_FLOOR["minilm"]
+    student = "Students get 10% off with Northwind Student."
+    wrong = off_topic("do you ever get tired of answering questions all day?", student, floor - 0.1, "minilm")
+    assert wrong is not None and wrong.kind == "off_topic"
+    assert off_topic("do you ever get tired?", student, floor + 0.01, "minilm") is None  # similar enough
+    assert off_topic("is there a student discount?", student, floor - 0.1, "minilm") is None  # shares "student"
+    assert off_topic("do you ever get tired?", student, 0.0, "an-encoder-without-a-floor") is None
