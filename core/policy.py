@@ -6,6 +6,9 @@ the ground floor because all three use it and none of them owns it.
 
 from __future__ import annotations
 
+import functools
+import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -21,6 +24,22 @@ CHECK_ACTIONS = ("remove", "draft", "handoff")
 DEFAULT_CHECK_ACTIONS = {"url": "remove", "email": "remove", "phone": "remove", "order": "remove", "amount": "draft",
                          "percent": "draft", "duration": "draft", "truncated": "remove", "repeated": "remove",
                          "language": "draft", "empty": "draft", "prompt_echo": "draft"}
+
+
+# The shipped router's artifact, read as data (core imports nothing above it): its training chose the default
+# route and rewrite thresholds on validation data, and they are read from it, never copied by hand.
+SHIPPED_ROUTER_ARTIFACT = Path(__file__).resolve().parent.parent / "chains" / "artifacts" / "router.json"
+
+
+@functools.cache
+def fitted_thresholds(router: str) -> dict[str, float]:
+    """``route_threshold`` and ``rewrite_threshold`` as the shipped artifact's section for ``router`` (or the
+    evidence router's, which every artifact has) gives them."""
+    artifact = json.loads(SHIPPED_ROUTER_ARTIFACT.read_text(encoding="utf-8"))
+    section = artifact.get(router) if isinstance(artifact.get(router), dict) else None
+    fitted = (section or {}).get("thresholds") or artifact["evidence"]["thresholds"]
+    return {"route_threshold": float(fitted["route_threshold"]),
+            "rewrite_threshold": float(fitted["rewrite_threshold"])}
 
 
 DEFAULT_AUTOTUNE = {"enabled": False, "objective": "llm_share", "target": 0.3, "window_min": 30, "step": 0.05,
@@ -74,7 +93,10 @@ class Thresholds(BaseModel):
     @classmethod
     def defaults(cls, settings: Settings | None = None) -> Thresholds:
         s = settings or get_settings()
-        return cls(route_threshold=s.route_threshold, rewrite_threshold=s.rewrite_threshold,
+        fitted = fitted_thresholds(s.router)
+        route = fitted["route_threshold"] if s.route_threshold is None else s.route_threshold
+        rewrite = fitted["rewrite_threshold"] if s.rewrite_threshold is None else s.rewrite_threshold
+        return cls(route_threshold=route, rewrite_threshold=rewrite,
                    cache_similarity=s.cache_similarity, overload_enter=s.overload_enter,
                    overload_exit=s.overload_exit)
 

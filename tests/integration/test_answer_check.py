@@ -14,6 +14,7 @@ from sqlmodel import select
 from chains import answers
 from chains.check import AnswerCheck, StreamChecker, claims, sources_of
 from chains.schema import ChatRequest, ChatResponse, Revised
+from core.policy import Thresholds
 from storage.tables import Handoff, RequestLog
 from tests.conftest import make_runtime
 from tests.fakes import ScriptedOpenAIServer
@@ -32,7 +33,7 @@ def scripted(settings, db, demo_kb):
         try:
             yield server, runtime
         finally:
-            runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "default")
+            runtime.policy.save({"route_threshold": Thresholds.defaults(settings).route_threshold}, "test", "default")
             runtime.close()
 
 

@@ -8,6 +8,7 @@ import pytest
 from sqlmodel import select
 
 from chains.schema import ChatRequest
+from core.policy import Thresholds
 from storage.tables import RequestLog
 from tests.conftest import DEMO, demo_order_items, fresh_db, make_runtime, run_cli
 
@@ -113,7 +114,7 @@ def test_live_threshold_change_changes_the_decision_without_restart(runtime, ser
     before = ask(service, query, session="tau-a")
     runtime.policy.save({"route_threshold": 0.0}, "test", "send everything to the LLM")
     after = ask(service, query, session="tau-b")
-    runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "back to default")
+    runtime.policy.save({"route_threshold": Thresholds.defaults(settings).route_threshold}, "test", "back to default")
     threshold_before = next(s for s in before.trace if s["stage"] == "threshold")
     threshold_after = next(s for s in after.trace if s["stage"] == "threshold")
     assert threshold_before["decision"].startswith(("small", "rewrite"))
@@ -273,6 +274,6 @@ def test_a_small_rule_is_honoured(settings, db, demo_kb, tmp_path):
         kept = ask(runtime.service, "is there a warranty on the speaker, and can you compare it with others?")
         other = ask(runtime.service, "compare your speakers with the ones from other shops please")
     finally:
-        runtime.policy.save({"route_threshold": settings.route_threshold}, "test", "back to default")
+        runtime.policy.save({"route_threshold": Thresholds.defaults(settings).route_threshold}, "test", "back to default")
     assert "small (rule)" in " ".join(kept.reasons)
     assert not any("(rule)" in r for r in other.reasons)

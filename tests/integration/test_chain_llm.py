@@ -10,6 +10,7 @@ from sqlmodel import select
 
 from chains import answers
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
+from core.policy import Thresholds
 from storage.tables import RequestLog
 from tests.conftest import make_runtime
 from tests.vllm_load import LONG_STORY, engine_metrics, saturated, wait_for
@@ -23,8 +24,8 @@ def runtime(llm_settings, db, demo_kb):
     runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1", "llm_hold_until_checked": False}),
                            db, demo_kb, use_llm=True)
     yield runtime
-    runtime.policy.save({"route_threshold": llm_settings.route_threshold,
-                         "rewrite_threshold": llm_settings.rewrite_threshold}, "test", "back to defaults")
+    runtime.policy.save({"route_threshold": Thresholds.defaults(llm_settings).route_threshold,
+                         "rewrite_threshold": Thresholds.defaults(llm_settings).rewrite_threshold}, "test", "back to defaults")
     runtime.close()
 
 
@@ -69,7 +70,7 @@ def test_held_until_checked_no_llm_text_is_shown_before_the_whole_answer_passed(
         assert isinstance(final, ChatResponse) and final.route == "llm", final
         served = row(runtime, final.request_id).served
     finally:
-        runtime.policy.save({"route_threshold": llm_settings.route_threshold}, "test", "back to defaults")
+        runtime.policy.save({"route_threshold": Thresholds.defaults(llm_settings).route_threshold}, "test", "back to defaults")
         runtime.close()
     shown = [i for i in items if isinstance(i, str | Revised)]
     assert len(shown) == 1, shown
@@ -90,7 +91,7 @@ def test_a_threshold_change_reroutes_the_same_message_from_small_to_llm(runtime)
 def test_a_weak_draft_is_rewritten_by_the_llm_with_both_thresholds_at_their_defaults(runtime, llm_settings):
     message = "the box came open and something is missing"  # damaged or missing? the draft is unsure
     response = ask(runtime, message, session="rw-1")
-    assert response.scores["p_llm"] < llm_settings.route_threshold  # the router itself kept it small ...
+    assert response.scores["p_llm"] < Thresholds.defaults(llm_settings).route_threshold  # the router itself kept it small ...
     threshold = next(s for s in response.trace if s["stage"] == "threshold")["detail"]
     assert response.scores["draft_quality"] < threshold["kb_rewrite_floor"]  # ... but trusted the draft too little
     assert response.route == "llm"

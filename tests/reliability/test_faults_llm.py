@@ -11,6 +11,7 @@ import pytest
 
 from chains.answers import notices
 from chains.schema import ChatRequest
+from core.policy import Thresholds
 from tests.fakes import FaultyOpenAIServer
 from tests.reliability.conftest import make_service, session_rows
 
@@ -39,7 +40,7 @@ def _run_fault(settings, db, small_kb, url: str, timeout_s: float = 5.0) -> tupl
         added = session_rows(db) - before
         status = client.status()
     finally:
-        service.policy.save({"route_threshold": settings.route_threshold}, "test", "default")
+        service.policy.save({"route_threshold": Thresholds.defaults(settings).route_threshold}, "test", "default")
         client.close()
     for message, response in zip(LLM_BOUND, responses):
         assert response.route == "small" and response.fallback, (response.route, response.reasons)

@@ -49,16 +49,22 @@ def test_overload_bounds_agree_with_the_live_policy(monkeypatch):
         reset_settings()
 
 
-def test_default_thresholds_are_the_ones_the_shipped_router_was_calibrated_for():
+def test_unset_thresholds_are_read_from_the_shipped_router_artifact_and_ranges_are_checked_by_the_policy():
     import json
 
+    import pytest
+    from pydantic import ValidationError
+
     from chains.routers.artifacts import SHIPPED_ARTIFACT
+    from core.policy import Thresholds
     from core.settings import Settings
 
     chosen = json.loads(SHIPPED_ARTIFACT.read_text())["evidence"]["thresholds"]
-    defaults = Settings.model_fields
-    assert defaults["route_threshold"].default == chosen["route_threshold"]
-    assert defaults["rewrite_threshold"].default == chosen["rewrite_threshold"]
+    unset = Thresholds.defaults(Settings(route_threshold=None, rewrite_threshold=None))
+    assert (unset.route_threshold, unset.rewrite_threshold) == (chosen["route_threshold"], chosen["rewrite_threshold"])
+    assert Thresholds.defaults(Settings(route_threshold=0.5)).route_threshold == 0.5  # a set value wins
+    with pytest.raises(ValidationError, match="route_threshold"):
+        Thresholds.defaults(Settings(route_threshold=1.5))  # one range check, where the policy is made
 
 
 def test_an_empty_llm_temperature_means_unset_and_one_out_of_range_is_refused(monkeypatch):
