@@ -95,6 +95,7 @@ class Cluster:
     extra_env: dict[str, str] = field(default_factory=dict)  # more TANDEM_* settings for replicas and console
     children: dict[str, Child] = field(default_factory=dict)
     llm_server: object | None = None
+    llm_state: str = "not started (--no-llm): LLM-bound messages fall back to the small tier"
 
     # --- where things are -------------------------------------------------------------------------------
     @property
@@ -210,6 +211,7 @@ class Cluster:
             if self.with_console and not wait_http(f"http://{self.host}:{self.ports.console}/_stcore/health", 120,
                                                    self.children["console"]):
                 raise TandemError(f"the console did not start: {self.children['console'].last_line()}")
+            self._wait_for_llm()
         except BaseException:
             self.stop()
             raise
@@ -265,12 +267,30 @@ class Cluster:
 
         if wait_http(self.settings.llm_url.rstrip("/") + "/models", timeout=1, ok_below=300):
             self.log(f"LLM server already running at {self.settings.llm_url}")
+            self.llm_state = f"{self.settings.llm_url} (already running)"
             return
         self.log(f"starting vLLM at {self.settings.llm_url} ...")
         server = LLMServer(self.settings).start(wait=False)
         self.llm_server = server
         assert server.child is not None
         self.children["llm"] = server.child
+
+    def _wait_for_llm(self) -> None:
+        """"Ready" means every part answers: the vLLM this cluster started is waited for and warmed up like the
+        demo's (`make cluster` once said "ready" while vLLM was still loading, and LLM-bound messages fell back).
+        If it does not come up in time, the LLM line says so instead of stopping the rest."""
+        from tandem.llm_server import LLMServer
+
+        server = self.llm_server
+        if not isinstance(server, LLMServer):
+            return
+        try:
+            server.wait_ready(300)
+            server.warm_up()
+            self.llm_state = f"{self.settings.llm_url} (vLLM, model {server.model})"
+        except TandemError as exc:
+            self.llm_state = (f"{self.settings.llm_url} still warming up or failed ({exc}); LLM-bound messages fall "
+                              "back to the small tier until it answers")
 
     def stop_part(self, name: str) -> None:
         child = self.children.get(name)
@@ -288,7 +308,7 @@ class Cluster:
                  f"  PostgreSQL    {self.database_url}",
                  f"  Redis         {self.redis_url}",
                  f"  Chroma        {self.chroma_url}",
-                 f"  LLM server    {self.settings.llm_url}",
+                 f"  LLM server    {self.llm_state}",
                  f"  logs          {self.logs}"]
         return lines
 
