@@ -63,11 +63,11 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     Chinese vector space when TANDEM_ZH_ENCODER names one."""
     from knowledge.chroma_kb import ChromaKnowledgeBase
 
-    languages = {"zh": serving(load_encoder(settings.zh_encoder))} if settings.zh_encoder else {}
+    languages = {"zh": serving(load_encoder(settings.zh_encoder, settings=settings))} if settings.zh_encoder else {}
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
                                params=FusionParams(starter_examples=settings.kb_starter_examples),
-                               encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home)),
+                               encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings)),
                                language_encoders=languages)
 
 
@@ -97,7 +97,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
 
     settings = settings or get_settings()
     db = prepare_storage(settings, db or open_database(settings.db_url))
-    encoder = encoder or (kb.encoder if kb is not None else serving(load_encoder(settings.encoder, settings.home)))
+    encoder = encoder or (kb.encoder if kb is not None else serving(load_encoder(settings.encoder, settings.home, settings)))
     kb = kb if kb is not None else open_kb(settings, encoder)
     state = state or open_state(settings)
     policy = LivePolicy(db)

@@ -291,7 +291,7 @@ def off_topic(message: str, answer: str, similarity: float | None, encoder: str)
     """A defect when the answer is about something else than the message (the nearest help-center text of a
     message the help center does not cover, answered as if it did: "do you ever get tired?" got the student
     discount)."""
-    floor = RELEVANCE_FLOOR.get(encoder)
+    floor = RELEVANCE_FLOOR.get(encoder, RELEVANCE_FLOOR.get(encoder.split("-")[0]))  # "minilm-tuned": MiniLM's
     if similarity is None or floor is None or similarity >= floor:
         return None
     if {_stem(w) for w in _content_words(message)} & {_stem(w) for w in _content_words(without_citations(answer))}:

@@ -25,6 +25,8 @@ def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool
     kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where, params=params)
     if not tune:
         return kb
-    folder = tune_for_kb(kb, get_settings().home, progress=progress, log=log)
-    tuned = TransformerEncoder(folder, "minilm-tuned")
+    settings = get_settings()
+    folder = tune_for_kb(kb, settings.home, progress=progress, log=log)
+    tuned = TransformerEncoder(folder, "minilm-tuned", settings.torch_threads)
+    tuned.passage_cache_path = settings.passage_cache_path  # the KB's stored texts were embedded once already
     return ChromaKnowledgeBase(tuned, path=kb.path, collection=kb.collection_name, params=kb.params)

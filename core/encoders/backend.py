@@ -10,7 +10,6 @@ from typing import Any
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, OnnxEncoder
 from core.encoders.transformer import TransformerEncoder
-from core.settings import get_settings
 
 
 def export_dir(folder: Path, home: Path) -> Path:
@@ -20,9 +19,9 @@ def export_dir(folder: Path, home: Path) -> Path:
     return home / "models" / f"{folder.parent.name}-onnx"
 
 
-def serving_encoder(folder: Path, name: str, home: Path) -> Encoder:
-    """The backend TANDEM_ENCODER_BACKEND asks for: auto serves what the export's gate chose, else torch."""
-    wanted = get_settings().encoder_backend
+def serving_encoder(folder: Path, name: str, home: Path, wanted: str = "auto", threads: int = 1) -> Encoder:
+    """The backend ``wanted`` (TANDEM_ENCODER_BACKEND) asks for: auto serves what the export's gate chose, else
+    torch; ``threads`` per call (TANDEM_TORCH_THREADS)."""
     exported = export_dir(folder, home)
     record: dict[str, Any] = {}
     if (exported / EXPORT_FILE).is_file():
@@ -35,8 +34,8 @@ def serving_encoder(folder: Path, name: str, home: Path) -> Encoder:
         file = INT8_FILE if (wanted == "onnx-int8" or (wanted == "auto" and record.get("chosen") == "onnx-int8")) \
             else ONNX_FILE
         if (exported / file).is_file():
-            return OnnxEncoder(exported, name, file, folder_version(folder))
-    encoder = TransformerEncoder(folder, name)
+            return OnnxEncoder(exported, name, file, folder_version(folder), threads)
+    encoder = TransformerEncoder(folder, name, threads)
     if wanted != "torch" and wanted != "auto":
         encoder.problem = f"no current ONNX export of {folder.name}; serving torch. Fix: `tandem models prepare`"
     return encoder

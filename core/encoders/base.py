@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from core.passage_cache import passage_cache
-from core.settings import get_settings
 
 # Written next to the weights of every encoder folder Tandem makes (tuned, exported): what it is and from what.
 STAMP_FILE = "tandem-encoder.json"
@@ -31,6 +30,9 @@ class Encoder(ABC):
     version: str
     dim: int
     problem: str = ""  # why this is not the encoder that was asked for (a missing tuned folder), else ""
+    # Where stored texts' vectors are kept between runs (core.passage_cache); None: embedded every time. The loader
+    # sets it from the caller's settings (core.encoders.cache.load_encoder).
+    passage_cache_path: Path | None = None
 
     @abstractmethod
     def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
@@ -39,7 +41,7 @@ class Encoder(ABC):
     def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Stored texts (answers, example questions) as a float32 matrix, one L2-normalised row each; each text is
         embedded once per encoder version and machine (:mod:`core.passage_cache`)."""
-        path = get_settings().passage_cache_path
+        path = self.passage_cache_path
         if path is None:
             return self._embed_passages(texts, batch_size)
         return passage_cache(path).vectors(self.passage_identity, texts, self.dim,

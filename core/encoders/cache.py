@@ -14,15 +14,20 @@ from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
 from core.model_files import MINILM_FIX, ModelError, model_path
-from core.settings import get_settings
+from core.settings import Settings, get_settings
 
 
-# name -> loader; a loader takes nothing and returns a ready encoder (models load on first use, once).
-def _minilm() -> Encoder:
-    return serving_encoder(model_path("minilm"), "minilm", get_settings().home)
+# name -> loader; a loader takes the caller's settings and returns a ready encoder (models load on first use, once).
+def _minilm(settings: Settings) -> Encoder:
+    return serving_encoder(model_path("minilm"), "minilm", settings.home, settings.encoder_backend,
+                           settings.torch_threads)
 
 
-ENCODERS: dict[str, Callable[[], Encoder]] = {"minilm": _minilm, "e5": E5Encoder}
+def _e5(settings: Settings) -> Encoder:
+    return E5Encoder(settings.torch_threads)
+
+
+ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5}
 AUTO = "auto"  # the encoder tuned on this TANDEM_HOME's knowledge base when there is one, else MiniLM
 ACTIVE_FILE = "active.json"
 _LOADED: dict[str, Encoder] = {}
@@ -56,9 +61,8 @@ def set_active_tuned_folder(home: Path, folder: Path | None) -> None:
     tmp.replace(marker)
 
 
-def resolve(name: str | None = None, home: Path | None = None) -> tuple[str, Path | None, str]:
+def resolve(name: str | None, home: Path | None, settings: Settings) -> tuple[str, Path | None, str]:
     """(registry name or "tuned", folder for a tuned encoder, problem) for a TANDEM_ENCODER value."""
-    settings = get_settings()
     name = name or settings.encoder
     if name != AUTO:
         return name, None, ""
@@ -71,15 +75,19 @@ def resolve(name: str | None = None, home: Path | None = None) -> tuple[str, Pat
     return "tuned", folder, ""
 
 
-def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
-    """The encoder named by ``name`` (default: TANDEM_ENCODER), loaded once per process.
+def load_encoder(name: str | None = None, home: Path | None = None, settings: Settings | None = None) -> Encoder:
+    """The encoder named by ``name`` (default: the settings' encoder), loaded once per process and set of the
+    settings it depends on (backend, threads, passage cache). ``settings``: the caller's (the composition root
+    passes its own; a command-line tool may leave it to the environment's).
 
     ``auto`` (the default) is the encoder `tandem kb tune` adapted to this data directory's knowledge base, or
     the base MiniLM until there is one; a broken tuned folder falls back to MiniLM and says so in ``problem``.
     Loaded weights are immutable, so sharing one instance per process is a cache, not shared state.
     """
-    kind, folder, problem = resolve(name, home)
-    key = f"{folder if folder is not None else kind}:{get_settings().encoder_backend}"
+    settings = settings or get_settings()
+    kind, folder, problem = resolve(name, home, settings)
+    key = (f"{folder if folder is not None else kind}:{settings.encoder_backend}:{settings.torch_threads}:"
+           f"{settings.passage_cache_path}")
     if folder is None and kind not in ENCODERS:
         raise ModelError(f"unknown encoder '{kind}'. Known: {', '.join(sorted(ENCODERS))}, {AUTO}. "
                          "Fix: set TANDEM_ENCODER")
@@ -87,8 +95,10 @@ def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
     with _LOAD_LOCK:
         if key not in _LOADED:
             try:
-                _LOADED[key] = (serving_encoder(folder, "minilm-tuned", home or get_settings().home) if folder is not None
-                                else ENCODERS[kind]())
+                loaded = (serving_encoder(folder, "minilm-tuned", home or settings.home, settings.encoder_backend,
+                                          settings.torch_threads) if folder is not None else ENCODERS[kind](settings))
+                loaded.passage_cache_path = settings.passage_cache_path
+                _LOADED[key] = loaded
             except TandemError:
                 raise
             except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
@@ -100,7 +110,7 @@ def load_encoder(name: str | None = None, home: Path | None = None) -> Encoder:
     if encoder is None:  # the tuned folder did not load (``failure`` says why)
         # A broken tuned folder must not stop answers: the base model still works. Loaded outside the lock,
         # which load_encoder("minilm") takes again.
-        fallback = copy.copy(load_encoder("minilm"))
+        fallback = copy.copy(load_encoder("minilm", settings=settings))
         fallback.problem = (f"the tuned encoder {folder} does not load ({failure.__class__.__name__}); "
                             "using the base MiniLM. Fix: `tandem kb tune` again")
         return fallback

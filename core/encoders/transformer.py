@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from core.encoders.base import Encoder, embedded_by_length, folder_version
-from core.settings import get_settings
 
 
 class TransformerEncoder(Encoder):
@@ -22,11 +21,11 @@ class TransformerEncoder(Encoder):
 
     max_length = 128
 
-    def __init__(self, folder: Path, name: str):
+    def __init__(self, folder: Path, name: str, threads: int = 1):
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        torch.set_num_threads(get_settings().torch_threads)
+        torch.set_num_threads(threads)
         self._torch = torch
         self.folder = folder
         self.name = name

@@ -15,16 +15,12 @@ PASSAGES = ["Standard shipping takes 3-5 business days.", "You can return unworn
 
 
 @pytest.fixture
-def cache_file(tmp_path, monkeypatch):
-    """This test's own cache file, as TANDEM_PASSAGE_CACHE; the session's settings come back afterwards."""
-    from core.settings import reset_settings
-
+def cache_file(encoder, tmp_path, monkeypatch):
+    """This test's own cache file, given to the session's encoder as the loader gives it the settings' path
+    (core.encoders.cache.load_encoder); the encoder's own path comes back afterwards."""
     path = tmp_path / "passages.sqlite3"
-    monkeypatch.setenv("TANDEM_PASSAGE_CACHE", str(path))
-    reset_settings()
-    yield path
-    monkeypatch.undo()
-    reset_settings()
+    monkeypatch.setattr(encoder, "passage_cache_path", path)
+    return path
 
 
 def rows(path) -> int:
