@@ -4,6 +4,7 @@ tier that names it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -44,7 +45,8 @@ def test_a_tier_added_in_one_class_is_built_and_serves_its_plan():
             yield turn.finish("llm", "an expert's answer", "tier: expert")
 
     try:
-        chain = RouterChain(kb=object(), router=lambda: None, cache=None, rules=None, llm=None,  # type: ignore[arg-type]
+        kb = SimpleNamespace(encoder_for=lambda text: None)  # the chain reads only this of its KB when built
+        chain = RouterChain(kb=kb, router=lambda: None, cache=None, rules=None, llm=None,  # type: ignore[arg-type]
                             db=None, embed=lambda text: None)
         assert chain.tier_of_plan["expert"] == "expert" and isinstance(chain.tiers["expert"], Expert)
         assert isinstance(chain.tiers["expert"].parts, TierParts)
