@@ -100,8 +100,8 @@ class Settings(BaseSettings):
     # --- default thresholds (seed the versioned settings table) -------------------------
     # Both chosen on validation data by `tandem router train` (chains/artifacts/router.json, "thresholds"); a test
     # keeps them equal to the shipped router's.
-    route_threshold: float = Field(0.2748, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
-    rewrite_threshold: float = Field(0.6375, ge=0, le=1, description="Draft quality below this is rewritten by the "
+    route_threshold: float = Field(0.2796, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
+    rewrite_threshold: float = Field(0.5922, ge=0, le=1, description="Draft quality below this is rewritten by the "
                                      "LLM (the evidence router's calibrated chance that the top answer is right).")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
