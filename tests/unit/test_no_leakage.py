@@ -292,7 +292,7 @@ def held_out() -> set[str]:
 
 
 @pytest.mark.parametrize("name", list(WRITTEN_INPUTS))
-def test_no_held_out_or_test_message_is_near_an_input_tandem_fits_or_tunes_on(name, held_out):
+def test_no_held_out_or_test_message_is_near_a_fitted_input_but_the_known_demo_kb_pairs(name, held_out):
     close = close_pairs(held_out, WRITTEN_INPUTS[name](), KNOWN_DEMO_KB_PAIRS)
     assert not close, (f"{len(close)} held-out/test messages are near-duplicates (similarity >= {NEAR_DUPLICATE}) "
                        f"of {name}: {close[:5]}")
