@@ -105,10 +105,10 @@ class Settings(BaseSettings):
     # routing thresholds are the ones `tandem router train` chose on validation data and wrote into the shipped
     # router artifact (chains/artifacts/router.json), read from there rather than copied by hand.
     route_threshold: float | None = Field(None, description="tau: route to the LLM when p_llm >= tau. Empty: the "
-                                          "router artifact's fitted value (0.2748 for the shipped router).")
+                                          "value `tandem router train` chose, read from the router artifact.")
     rewrite_threshold: float | None = Field(None, description="Draft quality below this is rewritten by the LLM (the "
                                             "evidence router's calibrated chance that the top answer is right). "
-                                            "Empty: the router artifact's fitted value (0.6375 shipped).")
+                                            "Empty: the value `tandem router train` chose, read from the router artifact.")
     cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")

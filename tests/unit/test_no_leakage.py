@@ -4,15 +4,25 @@ out-of-scope examples every KB gets, the router's stored
 training rows' sources, the Chinese train/valid split).
 
 The demo-shop set (knowledge/eval/demo_shop.csv) was written apart from the demo KB's stored questions: its held-out
-split must not even come close (normalised text similarity) to its dev split, the stored questions or the answer titles."""
+split must not even come close (normalised text similarity) to its dev split, the stored questions or the answer titles.
+
+Every held-out set (the Bitext held-out set, the demo-shop held-out split, the Chinese test split) must not come close
+either to what Tandem writes and then fits or tunes on: the development sets, the starter examples, the demo KB's
+questions, titles and answers in both languages, the Bitext FAQ's answers, tau-bench's train/dev requests and the
+router's stored training rows of the hand-written and demo groups. The public datasets' own rows (train/valid files, and
+their rows in the stored table) are checked for exact copies only: they cannot be rewritten, and short generic
+requests ("what's your name") come close to one of their tens of thousands of rows by chance."""
 
 from __future__ import annotations
 
 import csv
+import json
 import re
+from collections.abc import Callable, Iterable
 from difflib import SequenceMatcher
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import DATA, REPO
@@ -171,3 +181,130 @@ def test_the_near_duplicate_check_finds_a_typo_variant_and_passes_a_different_me
     assert near_duplicates({normalised("how do i track my oder")}, {normalised("How do I track my order?")}, NEAR_DUPLICATE)
     assert not near_duplicates({normalised("Do you ship to Norway?")}, {normalised("How do I reset my password?")},
                                NEAR_DUPLICATE)
+
+
+def test_the_near_duplicate_check_finds_the_issues_example_and_holds_at_its_threshold():
+    pair = (normalised("how lng does shiping take"), normalised("How lond does shiping take?"))
+    assert near_duplicates({pair[0]}, {pair[1], "track my order"}, NEAR_DUPLICATE) == [(0.941, *pair)]
+    assert near_duplicates({"abcd"}, {"abce"}, 0.75) == [(0.75, "abcd", "abce")]  # 2 * 3 / 8, at the threshold
+    assert not near_duplicates({"abcd"}, {"abce"}, 0.76)
+
+
+def test_the_near_duplicate_check_finds_copies_shorter_and_longer_among_many_lengths():
+    """The length bound skips pairs and stops early: a close pair on either side of the message's length is found."""
+    others = {"x" * n for n in range(1, 60)} | {"where is my parcel", "where is my parcel now please"}
+    found = near_duplicates({"where is my parcel now", "wher is my parcl"}, others, NEAR_DUPLICATE)
+    assert {(text, other) for _, text, other in found} == {("where is my parcel now", "where is my parcel"),
+                                                          ("where is my parcel now", "where is my parcel now please"),
+                                                          ("wher is my parcl", "where is my parcel")}
+
+
+# --- near-copies of any held-out message in what Tandem writes and fits or tunes on ------------------------------
+TABLE = REPO / "chains" / "artifacts" / "router_training.npz"
+# The stored table's groups whose messages Tandem wrote (or whose KB is the demo shop's): near-copies checked. The
+# other groups are public datasets' rows (CLINC150, Banking77, Bitext train, HINT3): exact copies checked.
+WRITTEN_TABLE_GROUPS = ("bitext-dev", "zh", "tau+demo")
+# Held-out messages close to the demo shop's own FAQ (a stored question or an answer title; the product's content,
+# not a set written to be fitted on). The Bitext held-out set is never scored against the demo KB; the Chinese test
+# split is (its mixed-language messages quote a stored English question). Reported on issue 40 for a decision:
+# rewrite the held-out message or the KB's question. Any other close pair fails, and so does an entry here that no
+# longer occurs.
+KNOWN_DEMO_KB_PAIRS = {
+    # (held-out or test message, demo KB text), both normalised
+    ("how lng does shiping take", "how long does shipping take"),
+    ("what s your refund policy", "what is your return policy"),
+    ("i forgt my pasword", "i forgot my password"),
+    ("forgot my password", "i forgot my password"),
+    ("what s the minimum spend for free shipping", "what s the minimum order for free shipping"),
+    ("how many business days for standard shipping", "how many days for standard shipping"),
+    ("express shipping", "express shipping price"),
+    ("if i order today when would it arrive in leeds", "if i order today when will it arrive"),
+    ("有哪些 payment options", "payment options"),
+    ("student discount 是打几折", "student discount"),
+    ("怎么 sign up", "sign up"),
+    ("可以 refund 到 gift card 吗", "refund as gift card"),
+}
+
+
+def column_texts(path: Path, *columns: str, splits: Iterable[str] | None = None) -> set[str]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if splits is None or r.get("split") in splits]
+    return {normalised(r[column]) for r in rows for column in columns} - {""}
+
+
+def held_out_sets() -> dict[str, set[str]]:
+    return {"Bitext held-out": texts_of(EVAL / "bitext_heldout.csv"), "demo-shop held-out": demo_shop_texts("heldout"),
+            "Chinese test": column_texts(EVAL / "zh" / "paraphrases.csv", "query", splits=("test",))}
+
+
+def stored_table() -> tuple[list[str], list[str]]:
+    """The router's stored training rows: (text, group) columns."""
+    with np.load(TABLE, allow_pickle=False) as table:
+        return [str(t) for t in table["text"]], [str(g) for g in table["group"]]
+
+
+def tau_bench_requests() -> set[str]:
+    with (DATA / "tau_bench_hard_requests" / "tasks.jsonl").open(encoding="utf-8") as handle:
+        tasks = [json.loads(line) for line in handle if line.strip()]
+    return {normalised(t["instruction"]) for t in tasks if t["split"] in ("train", "dev")}
+
+
+def written_table_rows() -> set[str]:
+    texts, groups = stored_table()
+    return {normalised(t) for t, g in zip(texts, groups) if g in WRITTEN_TABLE_GROUPS}
+
+
+# What Tandem writes (or takes whole from tau-bench and the Bitext FAQ) and fits or tunes on, normalised.
+WRITTEN_INPUTS: dict[str, Callable[[], set[str]]] = {
+    "bitext_dev.csv": lambda: texts_of(EVAL / "bitext_dev.csv"),
+    "demo_shop.csv dev split": lambda: demo_shop_texts("dev"),
+    "zh/paraphrases.csv train and valid": lambda: column_texts(EVAL / "zh" / "paraphrases.csv", "query",
+                                                               splits=("train", "valid")),
+    "out_of_scope_en.csv": lambda: texts_of(REPO / "knowledge" / "starter" / "out_of_scope_en.csv"),
+    "out_of_scope_zh.csv": lambda: texts_of(REPO / "knowledge" / "starter" / "out_of_scope_zh.csv"),
+    "demo questions.csv": lambda: texts_of(DEMO_KB / "questions.csv"),
+    "demo questions_zh.csv": lambda: texts_of(DEMO_KB / "questions_zh.csv"),
+    "demo answers.csv titles and answers": lambda: column_texts(DEMO_KB / "answers.csv", "title", "answer"),
+    "demo answers_zh.csv titles and answers": lambda: column_texts(DEMO_KB / "answers_zh.csv", "title", "answer"),
+    "Bitext kb_answers.csv": lambda: column_texts(DATA / "bitext_cs_faq" / "kb_answers.csv", "answer"),
+    "tau-bench train and dev": tau_bench_requests,
+    "router_training.npz written groups": written_table_rows,
+}
+
+
+def close_pairs(held_out: set[str], others: set[str], known: set[tuple[str, str]]) -> list[tuple[float, str, str]]:
+    """Near-duplicate (held-out, other) pairs that are not among the known ones."""
+    return [pair for pair in near_duplicates(held_out, others, NEAR_DUPLICATE) if pair[1:] not in known]
+
+
+def test_close_pairs_reports_a_planted_near_copy_and_only_the_unknown_ones():
+    held_out = {normalised("how lng does shiping take"), normalised("Do you ship to Norway?")}
+    planted = {normalised("how lond does shiping take"), normalised("How do I reset my password?")}
+    assert close_pairs(held_out, planted, set()) == [(0.941, "how lng does shiping take", "how lond does shiping take")]
+    assert close_pairs(held_out, planted, {("how lng does shiping take", "how lond does shiping take")}) == []
+    assert close_pairs(held_out, {normalised("do you ship to norway")}, set()) == [
+        (1.0, "do you ship to norway", "do you ship to norway")]  # an exact copy is a near-copy too
+
+
+@pytest.fixture(scope="module")
+def held_out() -> set[str]:
+    return set().union(*held_out_sets().values())
+
+
+@pytest.mark.parametrize("name", list(WRITTEN_INPUTS))
+def test_no_held_out_or_test_message_is_near_a_fitted_input_but_the_known_demo_kb_pairs(name, held_out):
+    close = close_pairs(held_out, WRITTEN_INPUTS[name](), KNOWN_DEMO_KB_PAIRS)
+    assert not close, (f"{len(close)} held-out/test messages are near-duplicates (similarity >= {NEAR_DUPLICATE}) "
+                       f"of {name}: {close[:5]}")
+
+
+def test_every_known_demo_kb_pair_still_occurs(held_out):
+    kb = WRITTEN_INPUTS["demo questions.csv"]() | WRITTEN_INPUTS["demo answers.csv titles and answers"]()
+    found = {pair[1:] for pair in near_duplicates(held_out, kb, NEAR_DUPLICATE)}
+    assert not KNOWN_DEMO_KB_PAIRS - found, f"no longer close, drop them: {sorted(KNOWN_DEMO_KB_PAIRS - found)}"
+
+
+def test_no_held_out_or_test_message_is_a_stored_training_row(held_out):
+    texts, _ = stored_table()
+    copied = sorted({normalised(t) for t in texts} & held_out)
+    assert len(texts) > 1000 and not copied, f"held-out/test messages among the stored training rows: {copied[:5]}"
