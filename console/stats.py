@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chains.tiers import TIERS
 from ops.logframes import STAGES
 
-ROUTES = ("guard", "cache", "tool", "small", "llm")
+# Routes settled before the tier step, then every registered tier's (a new tier's route is charted without an edit).
+ROUTES = ("guard", "cache", "tool", *sorted(name for name in TIERS if name != "answered"))
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
 
 

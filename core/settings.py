@@ -103,6 +103,10 @@ class Settings(BaseSettings):
     route_threshold: float = Field(0.2748, ge=0, le=1, description="tau: route to the LLM when p_llm >= tau.")
     rewrite_threshold: float = Field(0.6375, ge=0, le=1, description="Draft quality below this is rewritten by the "
                                      "LLM (the evidence router's calibrated chance that the top answer is right).")
+    clarify: bool = Field(False, description="on: when the knowledge base's top two or three answers are close and all "
+                          "plausible, ask the customer which one they mean (route clarify; buttons in the chat, options "
+                          "in the APIs) instead of guessing; the rule is fitted on development data (README, Clarifying "
+                          "questions). Off by default: on, it asks about 1 in 13 in-scope messages in English.")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, ge=0.05, le=1, description="LLM load at which degrade turns on.")
