@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     clarify: bool = Field(False, description="on: when the knowledge base's top two or three answers are close and all "
                           "plausible, ask the customer which one they mean (route clarify; buttons in the chat, options "
                           "in the APIs) instead of guessing; the rule is fitted on development data (README, Clarifying "
-                          "questions). Off by default: on, it asks about 1 in 13 in-scope messages in English.")
+                          "questions). Off by default: on, it asks about 1 in 10 in-scope messages in English.")
     cache_similarity: float = Field(0.95, ge=0.5, le=1, description="Cosine similarity for a semantic cache hit.")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, ge=0.05, le=1, description="LLM load at which degrade turns on.")
