@@ -72,3 +72,12 @@ def test_with_clarify_off_the_same_message_is_answered_on_the_small_tier(setting
     assert settings.clarify is False  # the shipped default
     response = ask(make_runtime(settings, db, demo_kb).service, AMBIGUOUS)
     assert response.route == "small" and not response.options
+
+
+def test_the_same_rule_asks_in_the_chinese_space_in_chinese(settings, db, bilingual_kb):
+    service = make_runtime(settings.model_copy(update={"clarify": True}), db, bilingual_kb).service
+    asked = ask(service, "退货")  # start a return, or the return policy: 0.789 and 0.787 in the e5 space
+    assert asked.route == "clarify" and asked.answer.startswith("您想问的是下面哪一项？")
+    assert [o.answer_id for o in asked.options] == ["zh_start_return", "zh_return_policy", "other"]
+    chosen = ask(service, "退货政策是怎样的？", session=asked.session_id, choice="zh_return_policy")
+    assert chosen.route == "small" and [s.answer_id for s in chosen.sources] == ["zh_return_policy"]
