@@ -11,8 +11,10 @@ import pandas as pd
 from chains.tiers import TIERS
 from ops.logframes import STAGES
 
-# Routes settled before the tier step, then every registered tier's (a new tier's route is charted without an edit).
-ROUTES = ("guard", "cache", "tool", *sorted(name for name in TIERS if name != "answered"))
+# Routes settled before the tier step and the first tiers' (their chart colours stay), then every other registered
+# tier's: a new tier's route (clarify) is charted without an edit here.
+_FIRST = ("guard", "cache", "tool", "small", "llm")
+ROUTES = (*_FIRST, *sorted(name for name in TIERS if name not in _FIRST and name != "answered"))
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
 
 
