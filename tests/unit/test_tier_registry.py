@@ -14,8 +14,9 @@ from core.policy import Thresholds
 
 
 def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
-    assert {"small", "llm", "answered"} <= set(TIERS)
+    assert {"small", "llm", "clarify", "answered"} <= set(TIERS)
     assert TIERS["small"].plans == ("small",) and TIERS["llm"].plans == ("llm", "rewrite")
+    assert TIERS["clarify"].plans == ("clarify",) and not cacheable("clarify")  # a question is never a cached answer
     assert cacheable("small") and cacheable("llm")
     assert not cacheable("answered") and not cacheable("guard") and not cacheable("tool") and not cacheable("cache")
 
