@@ -74,6 +74,11 @@ class ChatCompletionRequest(BaseModel):
     n: int | None = None
     user: str | None = Field(None, max_length=128, description="A label for logs. The customer's identity comes only "
                              "from the signed X-Tandem-Customer header.")
+    # Tandem's own (an SDK sends them as extra_body): the reply to a clarification (tandem.route "clarify").
+    choice: str = Field("", max_length=200, description="One of tandem.options' answer_id, or \"other\"; a last user "
+                        "message that is exactly one of the offered titles chooses it too.")
+    choice_of: str = Field("", max_length=64, description="The clarification's tandem.request_id (default: the "
+                           "conversation's latest).")
 
     def unsupported(self) -> str | None:
         """The first parameter that Tandem refuses, or None."""
@@ -129,6 +134,7 @@ class TandemInfo(BaseModel):
     degraded: bool = False
     fallback: bool = False
     sources: list[dict[str, Any]] = Field(default_factory=list)
+    options: list[dict[str, Any]] | None = None  # route clarify: reply with `choice` (or a title)
     reason: str = ""
     scores: dict[str, float] | None = None   # admin keys only (operators)
     reasons: list[str] | None = None         # admin keys only

@@ -102,7 +102,8 @@ class OpenAIServing:
                            user_id=body.user or "", customer=self.caller.customer, client=self.caller.client,
                            channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,
                            attachment_errors=errors, mode=MODES[body.model], history=history,
-                           max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature)
+                           max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature,
+                           choice=body.choice, choice_of=body.choice_of)
 
     def _parts(self, message: ChatMessageIn) -> tuple[str, list[str], list[str]]:
         if isinstance(message.content, str) or message.content is None:

@@ -26,6 +26,11 @@ class ChatIn(BaseModel):
     user_id: StrictStr = Field("", max_length=128, description="a label for logs; the customer's identity comes "
                                "only from the signed X-Tandem-Customer header")
     stream: StrictBool = Field(False, description="Stream the answer as server-sent events (`delta`, then `done`).")
+    choice: StrictStr = Field("", max_length=200, description="The reply to a clarification (route `clarify`): one of "
+                              "its `options`' `answer_id`, answered from that help-center answer at once, or `other` "
+                              "(something else: the message goes on to the assistant). Send it in the same session.")
+    choice_of: StrictStr = Field("", max_length=64, description="The clarify answer's `request_id` (default: the "
+                                 "session's latest clarification).")
 
 
 class ChatOut(BaseModel):
@@ -36,6 +41,8 @@ class ChatOut(BaseModel):
     route: Route
     answer: str
     sources: list[Source] = Field(default_factory=list)
+    options: list[Source] | None = Field(None, description="route `clarify`: the help-center answers it "
+                                  "offers, then `other` (something else); reply with one `answer_id` as `choice`")
     reason: str = Field("", description="why this route, in one line a customer may read")
     latency_ms: dict[str, float] = Field(default_factory=dict)
     degraded: bool = False

@@ -80,7 +80,8 @@ async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runti
     event replaces everything shown so far: a verified rewrite of the knowledge-base draft shown first, or what is
     served instead of an LLM answer that failed its checks."""
     request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
-                          customer=caller.customer, client=caller.client, channel="api", modality="text")
+                          customer=caller.customer, client=caller.client, channel="api", modality="text",
+                          choice=body.choice, choice_of=body.choice_of)
     await run_in_threadpool(admitted, runtime, caller, request, "chat")
     if body.stream:
         return StreamingResponse(_events(runtime, request, caller.operator), media_type="text/event-stream",

@@ -29,6 +29,7 @@ from app.serving import drain, over_limit, pump
 from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
 from chains.schema import ChatRequest, ChatResponse, Decided, Revised
+from chains.tiers.clarify import OTHER
 from core.exposure import is_loopback
 
 BRAND = "Northwind Goods support"
@@ -121,6 +122,14 @@ def build_request(reader: media.MediaReader, text: str, files: list[str], sessio
     return request, extraction
 
 
+def _plain(message: dict) -> str:
+    """A chat message's text (Gradio gives content as a string or a list of parts)."""
+    content = message.get("content", "")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
 def idle_box() -> gr.MultimodalTextbox:
     """The send arrow back in place of the stop button; keeps whatever the customer is typing."""
     return gr.MultimodalTextbox(submit_btn=True, stop_btn=False)
@@ -157,8 +166,9 @@ class ChatHandlers:
         return self.gate.address(peer, forwarded)
 
     def respond(self, message: Any, history: list | None, session_id: str, request_ids: dict, picked: str = "",
-                request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
-        """The chat event: show the user's turn, read attachments, stream the reply, then add the badge."""
+                request: gr.Request | None = None, choice: str = "") -> Iterator[tuple[list, Any, str, dict, dict]]:
+        """The chat event: show the user's turn, read attachments, stream the reply, then add the badge. ``choice``:
+        the answer id of a clarification's button the customer pressed (the message is then the button's words)."""
         history = list(history or [])
         session_id = session_id or uuid.uuid4().hex
         request_ids = dict(request_ids or {})
@@ -184,7 +194,7 @@ class ChatHandlers:
         # still written.
         customer = self.who(picked, request)
         keys = LimitKeys(address=self.address(request), customer=customer)
-        items = self._turn_in_background(text, files, session_id, customer, keys, cancel)
+        items = self._turn_in_background(text, files, session_id, customer, keys, cancel, choice)
         first = items.get()
         if not isinstance(first, tuple):  # the turn could not even start; say so and keep the chat usable
             history[reply_at] = {"role": "assistant", "content": "Sorry, something went wrong on our side. "
@@ -220,13 +230,16 @@ class ChatHandlers:
             yield history, idle_box(), session_id, request_ids, {}
             return
         request_ids[reply_at] = final.request_id
-        history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final)}
+        history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final),
+                             # a clarification's answers as buttons under it (chatbot.option_select -> choose)
+                             **({"options": [{"label": o.title, "value": o.answer_id} for o in final.options]}
+                                if final.options else {})}
         details = {**final.badge(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
                    "modality": chat_request.modality}
         yield history, idle_box(), session_id, request_ids, details
 
     def _turn_in_background(self, text: str, files: list[str], session_id: str, customer: str, keys: LimitKeys,
-                            cancel: threading.Event) -> queue.Queue:
+                            cancel: threading.Event, choice: str = "") -> queue.Queue:
         """The queue receives (request, extraction), then text pieces, the final ChatResponse, then END (an
         exception in their place if the service breaks its promise not to raise: the customer is told)."""
         items: queue.Queue = queue.Queue()
@@ -241,11 +254,32 @@ class ChatHandlers:
                 yield refused
                 return
             chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
+            if choice:
+                chat_request = chat_request.model_copy(update={"choice": choice})
             yield chat_request, extraction
             yield from runtime.service.stream(chat_request, cancel)
 
         pump(turn, items.put, "tandem-ui-turn")
         return items
+
+    def choose(self, choice: str, history: list | None, session_id: str, request_ids: dict, picked: str = "",
+               request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
+        """A clarification's button: the chosen answer's title is sent as the customer's turn, with its id as the
+        choice. "Something else" sends the question that was asked again, on to the assistant."""
+        history = list(history or [])
+        offered: list[dict] = next((m["options"] for m in reversed(history) if isinstance(m, dict) and m.get("options")),
+                                   [])
+        label = next((o.get("label", "") for o in offered if o.get("value") == choice), "") or choice
+        if choice == OTHER:
+            label = next((_plain(m) for m in reversed(history[:-1]) if isinstance(m, dict) and m.get("role") == "user"),
+                         label)
+        yield from self.respond(label, history, session_id, request_ids, picked, request, choice=choice)
+
+    def option_picked(self, history: list | None, session_id: str, request_ids: dict, picked: str,
+                      selected: gr.SelectData, request: gr.Request | None = None
+                      ) -> Iterator[tuple[list, Any, str, dict, dict]]:
+        """The browser's click on a clarification's button (Chatbot options) -> :meth:`choose`."""
+        yield from self.choose(str(selected.value), history, session_id, request_ids, picked, request)
 
     def stop(self, session_id: str) -> gr.MultimodalTextbox:
         """The Stop button: abort the answer now streaming in this session (the LLM request too)."""
@@ -327,6 +361,12 @@ def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Ga
         # Stop abandons the stream on screen and cancels the answer; the service still logs the turn.
         box.stop(handlers.stop, [session_id], [box], cancels=[sent], queue=False, api_visibility="private")
         chatbot.like(handlers.rate, [request_ids, comment], [notice, comment], api_visibility="private")
+        # A clarification's buttons: the browser clicks an option; API clients call /choose with its answer id.
+        chatbot.option_select(handlers.option_picked, [chatbot, session_id, request_ids, picked],
+                              [chatbot, box, session_id, request_ids, details], api_visibility="private")
+        choice = gr.Textbox(visible=False, elem_id="choice")
+        choice.submit(handlers.choose, [choice, chatbot, session_id, request_ids, picked],
+                      [chatbot, box, session_id, request_ids, details], api_name="choose")
         human.click(handlers.talk_to_human, [session_id, request_ids, comment, picked], [notice, session_id, comment],
                     api_name="handoff")
     return demo

@@ -43,10 +43,12 @@ class RouterChain:
                  rules: RuleBook | None, llm: LLM | None, db: Database | None,
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True, hold_until_checked: bool = False,
-                 llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96):
+                 llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
+                 clarify: bool = False):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
-        takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier."""
+        takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
+        ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py)."""
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -65,7 +67,7 @@ class RouterChain:
         # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
-        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, encoder_for=kb.encoder_for)
+        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, kb=kb, clarify=clarify)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {
@@ -115,6 +117,7 @@ class RouterChain:
         if turn.done:
             return turn
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
+        chose = bool(turn.request.choice)  # the reply to a clarification is answered by its choice, never cached
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
@@ -125,7 +128,7 @@ class RouterChain:
                                 f"{self.rules.current_version() if self.rules is not None else '-'}")
         turn.space = self.kb.space_for(turn.query)
         hit = None
-        if self.cache is not None and not follow_up:
+        if self.cache is not None and not follow_up and not chose:
             with timed(turn, "cache"):
                 hit = self.cache.lookup_exact(turn.text, turn.cache_key)
         if hit is None:
@@ -134,8 +137,9 @@ class RouterChain:
                 turn.vector = self.embed(turn.search_text)
             if turn.search_text != turn.query.strip():
                 turn.note("embed", "searched as mended", search_text=turn.search_text)
-        if self.cache is None or follow_up:
-            turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else "disabled")
+        if self.cache is None or follow_up or chose:
+            turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else
+                      "a choice of offered answers" if chose else "disabled")
             return turn
         if hit is None and turn.vector is not None:
             with timed(turn, "cache"):
@@ -222,6 +226,10 @@ class RouterChain:
         turn.reasons.append(decision)
         turn.note("threshold", decision, tau=tau, rewrite_threshold=turn.thresholds.rewrite_threshold,
                   kb_rewrite_floor=rewrite_below, settings_version=turn.thresholds.version)
+        claim = next(filter(None, (tier.claims(turn) for tier in self.tiers.values())), None)
+        if claim is not None:  # a tier takes the turn over (clarify: close answers, or the customer's choice)
+            turn.plan = claim[0]
+            turn.reasons.append(claim[1])
         return turn
 
     def quality_floors(self, kb_version: str = "", router: Router | None = None) -> dict[str, QualityFloor]:
@@ -248,7 +256,7 @@ class RouterChain:
         return min(turn.thresholds.rewrite_threshold, floor.value)
 
     def _load_gate(self, turn: Turn) -> Turn:
-        if turn.done or turn.plan == "small":
+        if turn.done or self.tier_of_plan.get(turn.plan, "llm") != "llm":  # no LLM call: nothing to admit
             return turn
         if self.llm is None:
             turn.note("load", "no LLM configured")
@@ -300,7 +308,7 @@ class RouterChain:
         return (self.cache is not None and cacheable(turn.route) and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
-                and not turn.findings and turn.query == turn.text and bool(turn.answer)
+                and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.choice
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
 
     @staticmethod

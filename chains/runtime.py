@@ -111,7 +111,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
-                        default_max_tokens=settings.llm_max_tokens)
+                        default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify)
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
                    rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-Route = Literal["guard", "cache", "tool", "small", "llm"]
+Route = Literal["guard", "cache", "tool", "small", "llm", "clarify"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
 Mode = Literal["routed", "small", "llm"]
@@ -37,6 +37,10 @@ class ChatRequest(BaseModel):
     history: list[dict[str, str]] | None = None
     max_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
+    # The reply to a clarification (chains/tiers/clarify.py): the chosen KB answer's id, or "other" (something
+    # else); ``choice_of`` is the clarify request it answers ("" = the session's last clarify request).
+    choice: str = Field("", max_length=200)
+    choice_of: str = Field("", max_length=64)
 
     @property
     def owner(self) -> str:
@@ -94,6 +98,7 @@ class ChatResponse(BaseModel):
     route: Route
     answer: str
     sources: list[Source] = Field(default_factory=list)
+    options: list[Source] = Field(default_factory=list)  # route clarify: the answers offered, then "other"
     scores: dict[str, float] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
     latency_ms: dict[str, float] = Field(default_factory=dict)
@@ -110,14 +115,18 @@ class ChatResponse(BaseModel):
 
     def public(self) -> dict[str, Any]:
         """The operator's view (`tandem ask --json`, an admin key on `POST /api/v1/chat`): scores and reasons too."""
-        return self.model_dump(include=PUBLIC_FIELDS)
+        return {**self.model_dump(include=PUBLIC_FIELDS), **self._offered()}
 
     def badge(self) -> dict[str, Any]:
         """What a customer may see: the route, the latency, the sources and one line of why. The scores, the reasons
         and the trace name internals (a cached question of another customer, whether an order number exists) and
         stay with operators."""
         return {**self.model_dump(include=BADGE_FIELDS), "reason": customer_reason(self),
-                "latency_ms": {"total": round(self.latency_ms.get("total", 0.0), 1)}}
+                "latency_ms": {"total": round(self.latency_ms.get("total", 0.0), 1)}, **self._offered()}
+
+    def _offered(self) -> dict[str, Any]:
+        """A clarification's options, for every caller; other answers have none and carry no such key."""
+        return {"options": [o.model_dump() for o in self.options]} if self.options else {}
 
 
 PUBLIC_FIELDS = {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms", "degraded",
@@ -129,6 +138,7 @@ CUSTOMER_REASONS = {
     "tool": "looked up by one of our tools",
     "small": "answered from our help center",
     "llm": "written by our assistant",
+    "clarify": "several help-center answers fit: which one do you mean?",
 }
 
 

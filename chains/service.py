@@ -142,6 +142,35 @@ class TandemService:
             turn.history = self.history(request.session_id)
         return turn
 
+    def _chosen(self, turn: Turn) -> Feedback | None:
+        """The customer's answer to a clarification, as feedback on the clarify request it answers (the router's
+        label: +1 with the chosen answer, -1 for "something else"); None unless the chain honoured a choice."""
+        step = next((s for s in turn.trace if s.get("stage") == "clarify" and str(s.get("decision")).startswith("chose")),
+                    None)
+        if step is None:
+            return None
+        request, choice = turn.request, str(step["detail"].get("choice", ""))
+        asked = self.last_clarify(request.session_id, request.choice_of)
+        if not asked:
+            return None
+        other = choice == "other"
+        return Feedback(request_id=asked, rating=-1 if other else 1, answer_id=choice, chosen_in=turn.request_id,
+                        user_id=request.user_id, created_at=self.clock(),
+                        comment="clarify: none of the offered answers" if other else f"clarify: chose {choice}")
+
+    def last_clarify(self, session_id: str, request_id: str = "") -> str:
+        """The id of the session's latest clarify request, or of ``request_id`` when it is one of the session's
+        ("" when none): a choice counts only for a question this conversation was asked."""
+        query = select(RequestLog.id).where(RequestLog.session_id == session_id, RequestLog.route == "clarify")
+        if request_id:
+            query = query.where(RequestLog.id == request_id)
+        try:
+            with self.db.session() as session:
+                found = session.exec(query.order_by(RequestLog.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
+        except Exception:
+            return ""
+        return found or ""
+
     def owns(self, session_id: str, owner: str) -> bool:
         """Whether ``owner`` may continue this session: it opened it, or nobody has (a new id it chose). The operator's
         own channels (CLI, batch: owner "") may continue any session, as they read the database anyway; a session
@@ -172,7 +201,8 @@ class TandemService:
             latency_ms={k: round(v, 3) for k, v in turn.latency_ms.items()}, degraded=turn.degraded,
             fallback=turn.fallback, cancelled=turn.cancelled, trace=turn.trace,
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
-            completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal)
+            completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal,
+            options=turn.options)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response
@@ -215,6 +245,8 @@ class TandemService:
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
                                  note="answer check: " + ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})"
                                                                    for f in findings)[:2000]))
+        if (chosen := self._chosen(turn)) is not None:
+            extra.append(chosen)
         pending = _PendingRow(row, extra, turn.new_session, request.owner)
         with self._queue_lock:
             self._backlog.append(pending)

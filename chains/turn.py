@@ -33,11 +33,12 @@ class Turn:
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     route: str = ""
-    plan: str = ""                       # small | llm | rewrite (for LLM-bound turns)
+    plan: str = ""                       # small | llm | rewrite (for LLM-bound turns) | clarify
     answer: str = ""
     draft: Any = None                    # chains.answers.Draft once the threshold stage made one
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
+    options: list[dict[str, Any]] = field(default_factory=list)  # a clarify turn's offered answers (chains/tiers/clarify.py)
     scores: dict[str, float] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)
@@ -77,7 +78,7 @@ class Turn:
                 + ("" if mode == "routed" else f":{mode}"))
 
     def decided(self) -> Decided:
-        route = self.route if self.done else ("small" if self.plan == "small" else "llm")
+        route = self.route if self.done else (self.plan if self.plan in ("small", "clarify") else "llm")
         return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded,
                        revisable=not self.done and self.plan == "rewrite")
 

@@ -8,9 +8,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chains.tiers import TIERS
 from ops.logframes import STAGES
 
-ROUTES = ("guard", "cache", "tool", "small", "llm")
+# Routes settled before the tier step and the first tiers' (their chart colours stay), then every other registered
+# tier's: a new tier's route (clarify) is charted without an edit here.
+_FIRST = ("guard", "cache", "tool", "small", "llm")
+ROUTES = (*_FIRST, *sorted(name for name in TIERS if name not in _FIRST and name != "answered"))
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
 
 

@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     rewrite_threshold: float | None = Field(None, description="Draft quality below this is rewritten by the LLM (the "
                                             "evidence router's calibrated chance that the top answer is right). "
                                             "Empty: the value `tandem router train` chose, read from the router artifact.")
+    clarify: bool = Field(False, description="on: when the knowledge base's top two or three answers are close and all "
+                          "plausible, ask the customer which one they mean (route clarify; buttons in the chat, options "
+                          "in the APIs) instead of guessing; the rule is fitted on development data (README, Clarifying "
+                          "questions). Off by default: on, it asks about 1 in 10 in-scope messages in English.")
     cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")

@@ -97,6 +97,15 @@ class KnowledgeBase(ABC):
     def answer_texts(self) -> dict[str, str]:
         return {}
 
+    def answer_hit(self, answer_id: str) -> Hit | None:
+        """One answer by id, as a search hit that matched its title fully (a customer chose it by name), or None."""
+        row = next((e for e in self.entries() if e["answer_id"] == answer_id), None)
+        if row is None:
+            return None
+        return Hit(answer_id=answer_id, answer=row["answer"], title=row.get("title", ""), score=1.0,
+                   matched_text=row.get("title") or answer_id, source=row.get("source", ""),
+                   category=row.get("category", ""))
+
     def left_out_searches(self, per_space: int = 300, seed: int = 13) -> list[tuple[str, str, list[Hit],
                                                                                      dict[str, float]]]:
         """Stored example questions searched as new messages, each without its own record: (question, its

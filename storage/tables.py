@@ -34,7 +34,7 @@ class RequestLog(SQLModel, table=True):
     modality: str = Field(default="text", description="text, or text plus image/audio")
     text: str = Field(default="", sa_column=Column(Text))
     answer: str = Field(default="", sa_column=Column(Text))
-    route: str = Field(default="", index=True, description="guard | cache | tool | small | llm")
+    route: str = Field(default="", index=True, description="guard | cache | tool | small | llm | clarify")
     degraded: bool = False
     fallback: bool = False
     cache_hit: bool = False
@@ -64,6 +64,9 @@ class Feedback(SQLModel, table=True):
     request_id: str = Field(index=True)
     rating: int = Field(description="+1 thumbs up, -1 thumbs down")
     comment: str = ""
+    answer_id: str = Field(default="", description="a clarify request's chosen KB answer (rating +1), or \"other\" "
+                           "(-1: none of the offered answers); \"\" for thumbs")
+    chosen_in: str = Field(default="", description="the request that carried the choice and was answered by it")
     user_id: str = ""
     created_at: datetime = Field(default_factory=utcnow)
 

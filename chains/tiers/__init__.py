@@ -1,10 +1,11 @@
 """Tiers: what answers a turn once the route is decided, as plug-ins in one registry (``TIERS``).
 
 Importing this package registers the built-in tiers: ``small`` (the KB draft), ``llm`` (an LLM answer or a
-verified rewrite) and ``answered`` (guard, cache and tool answers settled before the tier step).
+verified rewrite), ``clarify`` (asks which of close KB answers the customer means) and ``answered`` (guard, cache
+and tool answers settled before the tier step).
 """
 
-from chains.tiers import answered, llm, small  # noqa: F401  (registers them)
+from chains.tiers import answered, clarify, llm, small  # noqa: F401  (registers them)
 from chains.tiers.base import TIERS, Tier, TierParts, cacheable, register
 
 __all__ = ["TIERS", "Tier", "TierParts", "cacheable", "register"]

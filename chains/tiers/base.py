@@ -24,7 +24,8 @@ class TierParts:
     llm: Any = None                                 # chains.llm.base.LLM, or None without an LLM tier
     hold_until_checked: bool = False                # LLM answers shown only once checked whole
     router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
-    encoder_for: Callable[[str], Any] | None = None  # the KB's encoder of a message's vector space
+    kb: Any = None                                  # knowledge.base.KnowledgeBase: answers looked up by id
+    clarify: bool = False                           # ask when the top answers are close (TANDEM_CLARIFY)
 
 
 class Tier(ABC):
@@ -34,6 +35,11 @@ class Tier(ABC):
 
     def __init__(self, parts: TierParts):
         self.parts = parts
+
+    def claims(self, turn: Turn) -> tuple[str, str] | None:
+        """After the threshold stage: (plan, reason) to take the turn over from the plan it chose, else None. The
+        tier may set what the plan's tier will read (hits, draft, options). The first registered claim wins."""
+        return None
 
     @abstractmethod
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:

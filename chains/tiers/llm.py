@@ -169,9 +169,9 @@ class LLMTier(Tier):
     def _off_topic(self, turn: Turn, text: str) -> Defect | None:
         """Whether the answer is about something else than the message, in the message's own vector space (the
         answer embedded once, about 5 ms, only for an LLM answer that passed every other check)."""
-        if turn.vector is None or self.parts.encoder_for is None or not text.strip():
+        if turn.vector is None or self.parts.kb is None or not text.strip():
             return None
-        encoder = self.parts.encoder_for(turn.query)
+        encoder = self.parts.kb.encoder_for(turn.query)
         answer = encoder.encode_answer(without_citations(text))
         similarity = float(np.dot(turn.vector, answer) / (np.linalg.norm(turn.vector) * np.linalg.norm(answer) or 1.0))
         turn.scores["answer_relevance"] = round(similarity, 4)

@@ -93,7 +93,7 @@ if not shown.empty:
         st.markdown("**Feedback**")
         ratings = data.feedback_for(ui.db(), chosen)
         if ratings:
-            st.dataframe(pd.DataFrame(ratings)[["rating", "comment", "created_at"]], hide_index=True)
+            st.dataframe(pd.DataFrame(ratings)[["rating", "answer_id", "comment", "created_at"]], hide_index=True)
         else:
             st.caption("none")
     st.caption(f"id {row['id']} · model {row['model'] or '–'} · tokens {row['prompt_tokens']}+{row['completion_tokens']}"

@@ -4,7 +4,6 @@ tier that names it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from types import SimpleNamespace
 
 import pytest
 
@@ -15,8 +14,9 @@ from core.policy import Thresholds
 
 
 def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
-    assert {"small", "llm", "answered"} <= set(TIERS)
+    assert {"small", "llm", "clarify", "answered"} <= set(TIERS)
     assert TIERS["small"].plans == ("small",) and TIERS["llm"].plans == ("llm", "rewrite")
+    assert TIERS["clarify"].plans == ("clarify",) and not cacheable("clarify")  # a question is never a cached answer
     assert cacheable("small") and cacheable("llm")
     assert not cacheable("answered") and not cacheable("guard") and not cacheable("tool") and not cacheable("cache")
 
@@ -45,8 +45,7 @@ def test_a_tier_added_in_one_class_is_built_and_serves_its_plan():
             yield turn.finish("llm", "an expert's answer", "tier: expert")
 
     try:
-        kb = SimpleNamespace(encoder_for=lambda text: None)  # the chain reads only this of its KB when built
-        chain = RouterChain(kb=kb, router=lambda: None, cache=None, rules=None, llm=None,  # type: ignore[arg-type]
+        chain = RouterChain(kb=object(), router=lambda: None, cache=None, rules=None, llm=None,  # type: ignore[arg-type]
                             db=None, embed=lambda text: None)
         assert chain.tier_of_plan["expert"] == "expert" and isinstance(chain.tiers["expert"], Expert)
         assert isinstance(chain.tiers["expert"].parts, TierParts)
