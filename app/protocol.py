@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from chains.schema import ChatResponse, Route, Source
+from chains.schema import AnswerBadge, ChatResponse, Source
 
 # The body of one chat call is a short JSON object; anything far larger is refused before parsing.
 # It is well above max_message_chars so that over-long messages still reach the guard and get logged.
@@ -33,21 +33,14 @@ class ChatIn(BaseModel):
                                  "session's latest clarification).")
 
 
-class ChatOut(BaseModel):
-    """One answer: what the customer sees, which route produced it, and one line of why. The router's scores and
-    reasons come only to an admin key (operators); customers get the badge."""
+class ChatOut(AnswerBadge):
+    """One answer: what the customer sees (chains.schema.AnswerBadge), which route produced it, and one line of why.
+    The router's scores and reasons come only to an admin key (operators); customers get the badge."""
 
-    request_id: str
-    route: Route
-    answer: str
-    sources: list[Source] = Field(default_factory=list)
     options: list[Source] | None = Field(None, description="route `clarify`: the help-center answers it "
                                   "offers, then `other` (something else); reply with one `answer_id` as `choice`")
     reason: str = Field("", description="why this route, in one line a customer may read")
     latency_ms: dict[str, float] = Field(default_factory=dict)
-    degraded: bool = False
-    fallback: bool = False
-    session_id: str = ""
     scores: dict[str, float] | None = Field(None, description="admin keys only")
     reasons: list[str] | None = Field(None, description="admin keys only")
 

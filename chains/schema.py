@@ -93,20 +93,26 @@ class Source(BaseModel):
     score: float
 
 
-class ChatResponse(BaseModel):
+class AnswerBadge(BaseModel):
+    """The fields of an answer a customer may see, defined once: :class:`ChatResponse` adds what operators see, and
+    the HTTP API's answer (app/protocol.py ``ChatOut``) is these plus one line of why."""
+
     request_id: str
     route: Route
     answer: str
     sources: list[Source] = Field(default_factory=list)
+    degraded: bool = False
+    fallback: bool = False
+    session_id: str = ""
+
+
+class ChatResponse(AnswerBadge):
     options: list[Source] = Field(default_factory=list)  # route clarify: the answers offered, then "other"
     scores: dict[str, float] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
     latency_ms: dict[str, float] = Field(default_factory=dict)
-    degraded: bool = False
-    fallback: bool = False
     cancelled: bool = False
     trace: list[dict[str, Any]] = Field(default_factory=list)
-    session_id: str = ""
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -129,9 +135,9 @@ class ChatResponse(BaseModel):
         return {"options": [o.model_dump() for o in self.options]} if self.options else {}
 
 
-PUBLIC_FIELDS = {"request_id", "route", "answer", "sources", "scores", "reasons", "latency_ms", "degraded",
-                 "fallback", "session_id"}
-BADGE_FIELDS = {"request_id", "route", "answer", "sources", "degraded", "fallback", "session_id"}
+BADGE_FIELDS = set(AnswerBadge.model_fields)
+OPERATOR_FIELDS = {"scores", "reasons", "latency_ms"}  # what only operators see (the badge has the total latency)
+PUBLIC_FIELDS = BADGE_FIELDS | OPERATOR_FIELDS
 CUSTOMER_REASONS = {
     "guard": "checked before answering",
     "cache": "the same question was answered recently",
