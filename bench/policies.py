@@ -82,7 +82,8 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
     questions). The Bitext KB is written into the app's store, so the app serves the same KB afterwards."""
     from core.encoders import load_encoder
     from core.settings import get_settings
-    from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+    from knowledge.throwaway import throwaway_kb
 
     encoder = load_encoder()
     groups = []

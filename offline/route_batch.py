@@ -87,7 +87,7 @@ def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, st
     With the default encoder (``auto``) and ``tune``, that includes the encoder tuned on the KB's content: trained
     on the first run (minutes), then reused from ``$TANDEM_HOME/encoders`` for the same files. An encoder named in
     TANDEM_ENCODER is used as named, untuned, as the product would."""
-    from knowledge.chroma_kb import throwaway_kb
+    from knowledge.throwaway import throwaway_kb
     from offline.kbs import build_kb
 
     thresholds = live_thresholds()
