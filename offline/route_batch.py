@@ -15,6 +15,7 @@ from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
 from chains.schema import ChatRequest
+from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.encoders import AUTO, load_encoder
 from core.errors import TandemError
@@ -51,7 +52,7 @@ def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id
     if turn.done:
         route = turn.route
     else:  # a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it
-        route = "llm" if turn.plan in ("llm", "rewrite") else "small"
+        route = LLM_ROUTE if turn.plan in TIERS[LLM_ROUTE].plans else SMALL_ROUTE
     return {"query_id": query_id, "route": route,
             "answer_id": turn.hits[0].answer_id if turn.hits else None,
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,

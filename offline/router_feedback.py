@@ -15,10 +15,11 @@ import numpy as np
 from chains.features import feature_vector
 from chains.routers.artifacts import read_artifact
 from chains.routers.evidence import EVIDENCE_NAMES, ROUTE_NAMES
+from chains.tiers.base import CACHE_ROUTE, SMALL_ROUTE
 from offline.router_training import TABLE, fit, predict
 
 
-def logged_examples(db, kinds: tuple[str, ...] = ("small", "cache")) -> tuple[dict[str, np.ndarray], list[str]]:
+def logged_examples(db, kinds: tuple[str, ...] = (SMALL_ROUTE, CACHE_ROUTE)) -> tuple[dict[str, np.ndarray], list[str]]:
     """Requests customers or operators labelled: thumbs-down or a hand-off after a knowledge-base answer means the
     LLM was needed (1); thumbs-up means it was not (0). Inputs come from the logged scores and (masked) text."""
     from sqlmodel import col, select

@@ -5,6 +5,6 @@ verified rewrite) and ``answered`` (guard, cache and tool answers settled before
 """
 
 from chains.tiers import answered, llm, small  # noqa: F401  (registers them)
-from chains.tiers.base import TIERS, Tier, TierParts, cacheable, register
+from chains.tiers.base import ROUTES, TIERS, Tier, TierParts, cacheable, register
 
-__all__ = ["TIERS", "Tier", "TierParts", "cacheable", "register"]
+__all__ = ["ROUTES", "TIERS", "Tier", "TierParts", "cacheable", "register"]
