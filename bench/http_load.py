@@ -21,6 +21,7 @@ import httpx
 
 from bench.common import closed_loop, mean, pct
 from bench.traffic import TOOL_MESSAGES, TOOL_USER
+from chains.tiers.base import SMALL_ROUTE
 from core.errors import TandemError
 
 CHAT = "/api/v1/chat"
@@ -159,7 +160,7 @@ def per_route(app: App, small: list[str], cache_set: list[str], llm: list[str], 
                                  for i in range(sizes.http_per_route)], "cache")
         out["tool"] = _summary([_post(client, app.url, TOOL_MESSAGES[i % len(TOOL_MESSAGES)], TOOL_USER)
                                 for i in range(sizes.http_per_route)], "tool")
-        out["small"] = _summary([_post(client, app.url, message) for message in small], "small")
+        out[SMALL_ROUTE] = _summary([_post(client, app.url, message) for message in small], SMALL_ROUTE)
         llm_rows: list[dict] = []
         deadline = time.perf_counter() + sizes.llm_budget_s / 2
         for message in llm:
@@ -200,7 +201,7 @@ def throughput(app: App, small_pool: list[str], cache_warm: list[str], sizes, lo
             cycle = itertools.cycle(cache_warm)
             levels.append(load_level(app, clients, sizes.level_seconds, functools.partial(next, cycle), "cache"))
         fresh = iter(small_pool[index * slice_size:(index + 1) * slice_size])
-        levels.append(load_level(app, clients, sizes.level_seconds, functools.partial(next, fresh, None), "small"))
+        levels.append(load_level(app, clients, sizes.level_seconds, functools.partial(next, fresh, None), SMALL_ROUTE))
         for row in levels[-2 if cache_warm else -1:]:
             log(f"  {row['path']:5} x{clients:<3} {row['rps']:7.1f} req/s  p95 {row['p95_ms']} ms  "
                 f"errors {row['errors']}  route share {row['route_share']:.2f}  rss {row['rss_mib']} MiB")

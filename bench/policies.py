@@ -16,6 +16,7 @@ import numpy as np
 
 from bench.common import mean, pct, rng
 from bench.traffic import limited
+from chains.tiers.base import SMALL_ROUTE
 from core.model_files import local_llm
 from offline import datasets as ds
 from offline.datasets import Query
@@ -82,7 +83,8 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
     questions). The Bitext KB is written into the app's store, so the app serves the same KB afterwards."""
     from core.encoders import load_encoder
     from core.settings import get_settings
-    from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+    from knowledge.throwaway import throwaway_kb
 
     encoder = load_encoder()
     groups = []
@@ -141,7 +143,7 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
         order = list(range(len(group.queries)))
         rng().shuffle(order)
         bound = [i for i in order if llm_bound(group.records[i]) and group.records[i]["route"] != "tool"]
-        other = [i for i in order if not llm_bound(group.records[i]) and group.records[i]["route"] == "small"]
+        other = [i for i in order if not llm_bound(group.records[i]) and group.records[i]["route"] == SMALL_ROUTE]
         chosen = (bound[: (per_group + 1) // 2] + other[: per_group // 2])[:per_group]
         picks += [(group, _clean(group.queries[i].text)) for i in chosen]
     # Interleave the groups so an early stop still samples every kind of traffic.
@@ -236,7 +238,7 @@ def _max_tokens() -> int:
 def _policies(queries, records, llm_ms, tokens_per_call, small_ms, pre_llm_ms, price) -> dict:
     n = len(queries)
     hybrid_llm = np.array([llm_bound(r) for r in records])
-    small_answer = np.array([r["route"] == "small" and not r["rewrite"] for r in records])
+    small_answer = np.array([r["route"] == SMALL_ROUTE and not r["rewrite"] for r in records])
     in_scope = np.array([not q.needs_llm and bool(q.answer_id) for q in queries])
     oos = np.array([bool(q.needs_llm) for q in queries])
     correct = np.array([r["answer_id"] is not None and r["answer_id"] == q.answer_id for q, r in zip(queries, records)])

@@ -27,6 +27,7 @@ import httpx
 
 from bench.common import closed_loop, mean, pct
 from bench.http_load import served_encoder
+from chains.tiers.base import SMALL_ROUTE
 
 CHAT = "/api/v1/chat"
 WARM_UP = 16  # messages per replica before anything is measured
@@ -64,7 +65,7 @@ def load(url: str, clients: int, seconds: float, messages: list[str], tag: str) 
     rows, elapsed = closed_loop(clients, seconds, next_message,
                                 lambda client, job: chat(client, url, job[0], f"{tag}-{job[1]}"), {"timeout": 60.0})
     ok = [r for r in rows if r["status"] == 200]
-    small = [r for r in ok if r["route"] == "small"]
+    small = [r for r in ok if r["route"] == SMALL_ROUTE]
     planned_small = [r for r in small if not (r.get("fallback") or r.get("degraded"))]  # routed small, no LLM
     routes: dict[str, int] = {}
     for row in rows:
@@ -95,7 +96,7 @@ def cross_replica(first: str, second: str, messages: list[str], pairs: int) -> d
                 break
             asked = chat(client, first, message, f"x{index}-a")
             first_routes[asked["route"] or "error"] = first_routes.get(asked["route"] or "error", 0) + 1
-            if asked["route"] != "small" or asked.get("fallback") or asked.get("degraded"):
+            if asked["route"] != SMALL_ROUTE or asked.get("fallback") or asked.get("degraded"):
                 skipped += 1
                 continue
             rows.append((asked, chat(client, second, message, f"x{index}-b")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from chains.tiers.base import SMALL_ROUTE
 from offline.readme import update_readme_section
 
 
@@ -30,7 +31,7 @@ def targets(result: dict) -> list[dict]:
         ("routing overhead p50", "<= 5 ms", _get(result, "routing_overhead_ms", "p50"), "ms", lambda v: v <= 5),
         ("cache hit p50 (server)", "<= 1.5 ms", _get(result, "cache_hit_ms", "p50"), "ms", lambda v: v <= 1.5),
         ("small answer p50 (server)", "<= 12 ms", _get(result, "small_answer_ms", "p50"), "ms", lambda v: v <= 12),
-        ("small path at 8 clients", ">= 70 req/s", _level(result, 8, "small").get("rps"), "req/s",
+        ("small path at 8 clients", ">= 70 req/s", _level(result, 8, SMALL_ROUTE).get("rps"), "req/s",
          lambda v: v >= 70),
         ("cache path at 8 clients", ">= 300 req/s", _level(result, 8, "cache").get("rps"), "req/s",
          lambda v: v >= 300),
@@ -233,12 +234,12 @@ def _side_by_side_lines(result: dict) -> list[str]:
         return []
     clients = int(side.get("clients") or 8)
     backend = side.get("served_backend") or "served"
-    served_small = _get(result, "end_to_end", "routes", "small", "server_ms", "p50")
-    rows = [(f"small path, {clients} clients (req/s)", _level(result, clients, "small").get("rps"),
+    served_small = _get(result, "end_to_end", "routes", SMALL_ROUTE, "server_ms", "p50")
+    rows = [(f"small path, {clients} clients (req/s)", _level(result, clients, SMALL_ROUTE).get("rps"),
              side["small_level"].get("rps"), _get(side, "ratios", "small_rps")),
             (f"cache path, {clients} clients (req/s)", _level(result, clients, "cache").get("rps"),
              _get(side, "cache_level", "rps"), _get(side, "ratios", "cache_rps")),
-            ("small answer p50, server (ms)", served_small, _get(side, "small", "server_ms", "p50"),
+            ("small answer p50, server (ms)", served_small, _get(side, SMALL_ROUTE, "server_ms", "p50"),
              _get(side, "ratios", "small_p50_server_ms"))]
     lines = ["", f"The app on its served encoder ({backend}) and again with `TANDEM_ENCODER_BACKEND=torch` (same home, "
              "KB and messages):", "", f"| measure | {backend} | torch | {backend} / torch |", "|---|---|---|---|"]

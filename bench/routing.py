@@ -10,6 +10,7 @@ from pathlib import Path
 from bench.common import mean, pct, rng
 from bench.traffic import TOOL_MESSAGES, TOOL_USER, mixed_queries
 from chains.schema import ChatRequest
+from chains.tiers.base import CACHE_ROUTE, GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TOOL_ROUTE
 
 STAGES = ("guard", "cache", "rules", "embed", "score", "retrieve")
 # What the issue calls routing overhead: everything before a tier answers, retrieval reported on its own.
@@ -54,14 +55,14 @@ def run_routing(runtime, sizes, log: Callable[[str], None]) -> dict:
     routed = [r for r in rows if r.route != "guard"]
     overhead = [sum(r.latency_ms.get(s, 0.0) for s in OVERHEAD_STAGES) for r in routed]
     by_route: dict[str, dict] = {}
-    for route in ("cache", "tool", "small", "llm", "guard"):
+    for route in (CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, GUARD_ROUTE):
         totals = [r.latency_ms["total"] for r in rows if r.route == route]
         if totals:
             by_route[route] = {**pct(totals), "mean": mean(totals)}
-    small_totals = [r.latency_ms["total"] for r in rows if r.route == "small"]
+    small_totals = [r.latency_ms["total"] for r in rows if r.route == SMALL_ROUTE]
     # What an always-LLM system spends before its call: guard, embedding, retrieval and the log write.
     pre_llm = [r.latency_ms["total"] - sum(r.latency_ms.get(s, 0.0) for s in ("cache", "rules", "score"))
-               for r in rows if r.route == "small"]
+               for r in rows if r.route == SMALL_ROUTE]
     return {
         "queries": len(rows), "planned_queries": len(requests), "stopped_at_budget": len(rows) < len(requests),
         "kb": "demo (knowledge/demo), temp TANDEM_HOME", "kb_answers": len(runtime.kb),
@@ -71,7 +72,8 @@ def run_routing(runtime, sizes, log: Callable[[str], None]) -> dict:
                                        "retrieve reported separately",
         "routing_plus_retrieve_ms": pct([o + r.latency_ms.get("retrieve", 0.0) for o, r in zip(overhead, routed)]),
         "server_total_by_route_ms": by_route,
-        "route_counts": {route: sum(r.route == route for r in rows) for route in ("cache", "tool", "small", "guard")},
+        "route_counts": {route: sum(r.route == route for r in rows)
+                         for route in (CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, GUARD_ROUTE)},
         "note": "use_llm=False: LLM-bound messages are answered by the small tier, so every turn is routing only",
         "_small_totals": small_totals, "_pre_llm": pre_llm,
     }

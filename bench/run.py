@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import FULL, QUICK, Clock, app_env, isolate, machine_info, rng
+from chains.tiers.base import SMALL_ROUTE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,7 +62,7 @@ def small_path_pool(group, cache_similarity: float) -> list[str]:
     vectors: list = []
     for query, record in zip(group.queries, group.records):
         text = " ".join(query.text.split())
-        if query.group != "bitext" or record["route"] != "small" or llm_bound(record):
+        if query.group != "bitext" or record["route"] != SMALL_ROUTE or llm_bound(record):
             continue
         vector = group.chain.embed(text)
         if vectors and float(np.max(np.stack(vectors) @ vector)) >= cache_similarity:
@@ -324,8 +325,8 @@ def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: 
                                 "cache_messages": len(cache_warm),
                                 "llm": f"{_engine_label(llm_server)} on CPU, max_tokens {settings.llm_max_tokens}"}
         result["cache_hit_ms"] = {"p50": e2e["cache"]["server_ms"]["p50"], "p50_http": e2e["cache"]["http_ms"]["p50"]}
-        result["small_answer_ms"] = {"p50": e2e["small"]["server_ms"]["p50"],
-                                     "p50_http": e2e["small"]["http_ms"]["p50"]}
+        result["small_answer_ms"] = {"p50": e2e[SMALL_ROUTE]["server_ms"]["p50"],
+                                     "p50_http": e2e[SMALL_ROUTE]["http_ms"]["p50"]}
     return {"per_route_small": per_route_small, "cache": cache_warm or candidates, "small_pool": small_pool}
 
 

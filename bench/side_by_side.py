@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from bench import http_load
+from chains.tiers.base import SMALL_ROUTE
 
 
 def level_slice(pool: list[str], levels: tuple[int, ...], clients: int) -> list[str]:
@@ -33,7 +34,7 @@ def torch_run(port: int, env: dict[str, str], log_path: Path, small: list[str], 
         out: dict = {"backend": (http_load.served_encoder(app.url) or {}).get("backend"), "cold_start_s": app.cold_start_s}
         cache_set = http_load.cacheable_set(app, cache_candidates) if cache_candidates else []
         with httpx.Client(timeout=180.0) as client:
-            out["small"] = http_load._summary([http_load._post(client, app.url, m) for m in small], "small")
+            out[SMALL_ROUTE] = http_load._summary([http_load._post(client, app.url, m) for m in small], SMALL_ROUTE)
         if not cache_set:
             # The first app's cache set was warmed while the LLM was up; here it is down, and an answer that fell
             # back from the LLM is never cached. Small-tier answers are: try the messages just answered.
@@ -48,7 +49,7 @@ def torch_run(port: int, env: dict[str, str], log_path: Path, small: list[str], 
                                                       functools.partial(next, cycle), "cache")
         supply = iter(fresh)
         out["small_level"] = http_load.load_level(app, clients, sizes.level_seconds,
-                                                  functools.partial(next, supply, None), "small")
+                                                  functools.partial(next, supply, None), SMALL_ROUTE)
         out["rss_mib"] = app.rss_mib().get("rss_mib")
         log(f"  torch app: small p50 {out['small']['server_ms']['p50']} ms (server); x{clients} small "
             f"{out['small_level']['rps']} req/s, cache {(out.get('cache_level') or {}).get('rps')} req/s; "
@@ -66,7 +67,7 @@ def ratios(result: dict, torch: dict, clients: int) -> dict:
     def ratio(a, b):
         return round(a / b, 3) if a is not None and b else None
 
-    served_small = (((result.get("end_to_end") or {}).get("routes") or {}).get("small") or {}).get("server_ms", {})
-    return {"small_rps": ratio(level("small").get("rps"), torch["small_level"].get("rps")),
+    served_small = (((result.get("end_to_end") or {}).get("routes") or {}).get(SMALL_ROUTE) or {}).get("server_ms", {})
+    return {"small_rps": ratio(level(SMALL_ROUTE).get("rps"), torch["small_level"].get("rps")),
             "cache_rps": ratio(level("cache").get("rps"), (torch.get("cache_level") or {}).get("rps")),
-            "small_p50_server_ms": ratio(served_small.get("p50"), torch["small"]["server_ms"].get("p50"))}
+            "small_p50_server_ms": ratio(served_small.get("p50"), torch[SMALL_ROUTE]["server_ms"].get("p50"))}

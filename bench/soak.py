@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from chains.tiers.base import CACHE_ROUTE, LLM_ROUTE, SMALL_ROUTE, TOOL_ROUTE
 from tandem.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,7 +41,7 @@ TRAFFIC = {
               ("Do you ship internationally?", "")],
     "tool": [("Where is my order NW-104233?", "alice"), ("has NW-104871 shipped yet?", "alice"),
              ("What is the status of order NW-105390?", "alice"), ("Where is my order NW-104233?", "bob")],
-    "small": [("how do i track my package", ""), ("Can I change the delivery address?", ""),
+    SMALL_ROUTE: [("how do i track my package", ""), ("Can I change the delivery address?", ""),
               ("how long does a refund take", ""), ("can I return a gift", ""), ("my parcel arrived damaged", "")],
     "llm": [("Write a short poem about my late parcel and the rain in Paris", ""),
             ("Compare your return policy with other shops and explain which is fairer", ""),
@@ -50,7 +51,7 @@ TRAFFIC = {
 
 def _messages() -> itertools.cycle:
     """Round-robin over the routes, each with its own rotating list; sessions are unique per request."""
-    order = ["cache", "tool", "small", "llm"]
+    order = [CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE]
     per_route = {route: itertools.cycle(items) for route, items in TRAFFIC.items()}
     return itertools.cycle([(route, per_route[route]) for route in order])
 

@@ -18,13 +18,14 @@ from pathlib import Path
 import yaml
 from sqlmodel import select
 
+from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE, TOOL_ROUTE
 from core.pii import ASCII_START, order_ids
 from core.text import has_cjk, language_of
 from storage.db import Database
 from storage.tables import Order
 
 log = logging.getLogger(__name__)
-ROUTES = ("tool", "llm", "small")
+ROUTES = (TOOL_ROUTE, LLM_ROUTE, SMALL_ROUTE)  # where an operator's rule may send a message
 
 
 @dataclass(frozen=True)

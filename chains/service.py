@@ -29,6 +29,7 @@ from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import RouterChain
 from chains.rules import LOGGED_ANSWER
 from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
+from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
 from core.policy import Thresholds
@@ -102,7 +103,7 @@ class TandemService:
             if not logged:  # the consumer went away before the end
                 turn.cancel.set()
                 turn.cancelled = True
-                turn.route = turn.route or ("llm" if turn.plan in ("llm", "rewrite") else "small")
+                turn.route = turn.route or (LLM_ROUTE if turn.plan in TIERS[LLM_ROUTE].plans else SMALL_ROUTE)
                 turn.reasons.append("cancelled: the client stopped reading before the answer was complete")
                 self._complete(turn, start)
 
@@ -191,7 +192,7 @@ class TandemService:
         answer = ("Sorry, something went wrong on our side. " + (f"Here is what our help center says:\n\n"
                   f"{draft_text}" if draft_text else "Please try again, or press \"Talk to a human\"."))
         turn.fallback = True
-        return turn.finish("small" if draft_text else "guard", answer, "internal error: fallback answer")
+        return turn.finish(SMALL_ROUTE if draft_text else GUARD_ROUTE, answer, "internal error: fallback answer")
 
     def _complete(self, turn: Turn, start: float) -> ChatResponse:
         turn.latency_ms["total"] = (time.perf_counter() - start) * 1000

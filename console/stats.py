@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 
 from chains.tiers import TIERS
+from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from ops.logframes import STAGES
 
 # Routes settled before the tier step and the first tiers' (their chart colours stay), then every other registered
 # tier's: a new tier's route (clarify) is charted without an edit here.
-_FIRST = ("guard", "cache", "tool", "small", "llm")
+_FIRST = ("guard", "cache", "tool", SMALL_ROUTE, LLM_ROUTE)
 ROUTES = (*_FIRST, *sorted(name for name in TIERS if name not in _FIRST and name != "answered"))
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}
 
@@ -102,7 +103,7 @@ def knowledge_gaps(frame: pd.DataFrame, kb_top_below: float) -> pd.DataFrame:
     no_sources = frame["sources"].map(lambda s: not s)
     weak = frame["kb_top"].fillna(0.0) < kb_top_below
     escalated = frame["route"].isin(["llm"])
-    mask = frame["route"].isin(["small", "llm"]) & ((no_sources & weak) | (escalated & weak))
+    mask = frame["route"].isin([SMALL_ROUTE, LLM_ROUTE]) & ((no_sources & weak) | (escalated & weak))
     return frame.loc[mask, ["created_at", "text", "route", "kb_top"]].sort_values("kb_top")
 
 

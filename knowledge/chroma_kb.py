@@ -12,16 +12,10 @@ Each answer is stored as up to three kinds of record, all pointing at its ``answ
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import hashlib
-import json
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,23 +24,18 @@ import numpy as np
 from core.encoders import Encoder
 from core.model_files import ModelError, model_path
 from core.text import language_of
-from knowledge import store
+from knowledge import store, vectors
 from knowledge.base import Hit, KnowledgeBase
 from knowledge.focus import SearchFocus, vocabulary_words
 from knowledge.index import AnswerScore, FusionParams, HybridIndex
 from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
+from knowledge.records import content_version, superseded, wanted_records
 from knowledge.starter_examples import space_starter, starter_vectors, unanswered
 
 # How often a search checks whether another process changed the collection (a cheap metadata read): a KB
 # ingest through any replica or the CLI reaches every replica within this plus one reload.
 REFRESH_CHECK_S = 2.0
 MAX_QUERY_CHARS = 4000
-
-
-def _record_id(kind: str, answer_id: str, text: str = "") -> str:
-    if kind == "question":
-        return f"question:{answer_id}:{hashlib.sha1(text.strip().lower().encode()).hexdigest()[:16]}"
-    return f"{kind}:{answer_id}"
 
 
 @dataclass
@@ -69,15 +58,6 @@ def _encoder_vocabulary() -> frozenset[str]:
         return vocabulary_words(model_path("minilm"))
     except ModelError:  # the wheel is missing: spelling stays off, search works as before
         return frozenset()
-
-
-def _content_version(records: dict[str, tuple[str, dict]]) -> str:
-    digest = hashlib.sha256()
-    for rid in sorted(records):
-        doc, meta = records[rid]
-        digest.update(json.dumps([rid, doc, meta], sort_keys=True, ensure_ascii=False).encode())
-        digest.update(b"\n")
-    return digest.hexdigest()[:8]
 
 
 class ChromaKnowledgeBase(KnowledgeBase):
@@ -273,13 +253,13 @@ class ChromaKnowledgeBase(KnowledgeBase):
         files.sort(key=lambda f: f.kind == "questions")
         answers, questions, bad = validate(files, self.answer_texts())
         owned_sources = {Path(f.path).name for f in files if f.kind in ("markdown", "text")}
-        changed = self._write(answers, questions, replace_sources=owned_sources, progress=progress)
+        changed = self.write(answers, questions, replace_sources=owned_sources, progress=progress)
         return IngestReport(answers=len(answers), questions=len(questions), bad=bad, changed=changed,
                             version=self.version)
 
     def upsert_answers(self, rows: Iterable[AnswerRow], progress: bool = False) -> int:
         """Insert or replace answers by answer_id; returns the number of records changed."""
-        return self._write(list(rows), [], progress=progress)
+        return self.write(list(rows), [], progress=progress)
 
     def upsert_questions(self, rows: Iterable[QuestionRow], progress: bool = False) -> int:
         """Add example questions; each must point at an existing answer or be an out-of-scope example (answer_id
@@ -288,7 +268,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
         unknown = sorted({r.answer_id for r in rows} - set(self._snap.answers) - {OUT_OF_SCOPE})
         if unknown:
             raise ValueError(f"unknown answer_id(s): {', '.join(unknown[:5])}")
-        return self._write([], rows, progress=progress)
+        return self.write([], rows, progress=progress)
 
     def remove(self, answer_id: str) -> bool:
         """Delete one answer with its title and paraphrases; False when it was not there."""
@@ -302,37 +282,18 @@ class ChromaKnowledgeBase(KnowledgeBase):
             self._reload()
             return True
 
-    def _write(self, answers: list[AnswerRow], questions: list[QuestionRow],
+    def write(self, answers: list[AnswerRow], questions: list[QuestionRow],
                replace_sources: frozenset[str] | set[str] = frozenset(), progress: bool = False) -> int:
-        """Upsert records whose text or metadata changed and drop records they supersede."""
+        """Store answers and example questions in one batch (validated rows: no check here that a question's answer
+        exists): upsert records whose text or metadata changed and drop records they supersede."""
         with self._lock:
             current = self._snap.records
-            wanted: dict[str, tuple[str, dict]] = {}
-            for a in answers:
-                base = {"answer_id": a.answer_id, "source": a.source}
-                meta = {**base, "kind": "answer", "title": a.title, "category": a.category, "tags": a.tags,
-                        "origin": a.origin, "searchable": a.searchable, "lang": a.lang,
-                        "translation_of": a.translation_of}
-                wanted[_record_id("answer", a.answer_id)] = (a.answer, meta)
-                if a.title and a.searchable:
-                    wanted[_record_id("title", a.answer_id)] = (a.title, {**base, "kind": "title"})
-            for q in questions:
-                kind = "out_of_scope" if q.answer_id == OUT_OF_SCOPE else "question"
-                wanted[_record_id("question", q.answer_id, q.query)] = (
-                    q.query, {"answer_id": q.answer_id, "source": q.source, "kind": kind})
-            stale = set()
-            new_answer_ids = {a.answer_id for a in answers}
-            for rid, (_, meta) in current.items():
-                if meta.get("kind") == "title" and meta["answer_id"] in new_answer_ids and rid not in wanted:
-                    stale.add(rid)  # the answer lost its title
-                if (meta.get("kind") == "answer" and meta.get("origin") in ("markdown", "text")
-                        and meta.get("source") in replace_sources and meta["answer_id"] not in new_answer_ids):
-                    # A re-ingested Markdown/text file owns its entries: sections or chunks it no longer
-                    # has are gone, together with their titles and paraphrases.
-                    stale.update(r for r, (_, m) in current.items() if m.get("answer_id") == meta["answer_id"])
+            wanted = wanted_records(answers, questions)
+            stale = superseded(current, wanted, answers, replace_sources)
             changed = {rid: rec for rid, rec in wanted.items() if current.get(rid) != rec}
             if changed:
-                self._upsert(changed, progress)
+                vectors.upsert(self._client, self._collection, self.encoder, self.language_encoders,
+                               self._space_collections, changed, progress)
             if stale:
                 self._collection.delete(ids=sorted(stale))
                 for collection in self._space_collections.values():
@@ -341,41 +302,6 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 self._reload()
             return len(changed) + len(stale)
 
-    def _upsert(self, records: dict[str, tuple[str, dict]], progress: bool) -> None:
-        from tqdm import tqdm
-
-        ids = list(records)
-        if store.stored_encoder(self._client, self.collection_name) is None:
-            # a new collection: the vectors about to be written are ours
-            store.write_version(self._client, self._collection, "", self.encoder.version)
-        step = min(256, store.batch_size(self._client))
-        bar = tqdm(total=len(ids), desc="Embedding", unit="rec", disable=not progress or len(ids) < 200,
-                   leave=False)
-        try:
-            for start in range(0, len(ids), step):
-                chunk = ids[start:start + step]
-                docs = [records[i][0] for i in chunk]
-                vectors, space_vectors = self._embed_in_every_space(docs)
-                self._collection.upsert(ids=chunk, documents=docs, metadatas=[records[i][1] for i in chunk],
-                                        embeddings=vectors)
-                for lang, collection in self._space_collections.items():  # changed texts: new vectors there too
-                    collection.upsert(ids=chunk, documents=docs, embeddings=space_vectors[lang])
-                bar.update(len(chunk))
-        finally:
-            bar.close()
-
-    def _embed_in_every_space(self, docs: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """``docs`` in the primary space and in every language's space, the encoders running side by side: torch
-        and the e5 engine both release the GIL, so a bilingual ingest takes about as long as its slower encoder
-        rather than the sum (the demo KB's 565 records: 16.9 s one after the other, 10.3 s side by side)."""
-        if not self.language_encoders:
-            return self.encoder.encode_passages(docs), {}
-        with ThreadPoolExecutor(max_workers=len(self.language_encoders)) as pool:
-            pending = {lang: pool.submit(encoder.encode_passages, docs)
-                       for lang, encoder in self.language_encoders.items()}
-            vectors = self.encoder.encode_passages(docs)
-            return vectors, {lang: future.result() for lang, future in pending.items()}
-
     # ---- loading -------------------------------------------------------------------------
     def _reload(self) -> None:
         with self._lock:
@@ -383,7 +309,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
             if got["ids"] and store.stored_encoder(self._client, self.collection_name) != self.encoder.version:
                 # The vectors were made by another encoder (one tuned since, or the base after a reset): a query
                 # embedded by ours would be compared with theirs. Embed every record again, once.
-                self._reembed(got)
+                vectors.reembed(self._client, self._collection, self.encoder, got)
                 got = store.read_all(self._collection)
             records = {rid: (doc or "", dict(meta or {}))
                        for rid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
@@ -391,17 +317,17 @@ class ChromaKnowledgeBase(KnowledgeBase):
                        for doc, meta in records.values() if meta.get("kind") == "answer"}
             keep = [i for i, (rid, meta) in enumerate(zip(got["ids"], got["metadatas"]))
                     if (meta or {}).get("answer_id") in answers and (meta or {}).get("searchable", True) is not False]
-            vectors = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
+            primary = (np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32) if keep
                        else np.zeros((0, self.encoder.dim), dtype=np.float32))
             outside = [i for i, meta in enumerate(got["metadatas"]) if (meta or {}).get("kind") == "out_of_scope"]
             own_outside = np.asarray([got["embeddings"][i] for i in outside], dtype=np.float32).reshape(
-                len(outside), vectors.shape[1])
-            kept_starter = (unanswered(starter_vectors(self.encoder), vectors)
-                            if self.params.starter_examples and len(vectors) else None)
-            starter = starter_vectors(self.encoder)[kept_starter] if kept_starter is not None else vectors[:0]
+                len(outside), primary.shape[1])
+            kept_starter = (unanswered(starter_vectors(self.encoder), primary)
+                            if self.params.starter_examples and len(primary) else None)
+            starter = starter_vectors(self.encoder)[kept_starter] if kept_starter is not None else primary[:0]
             index = HybridIndex(texts=[got["documents"][i] or "" for i in keep],
                                 answer_ids=[got["metadatas"][i]["answer_id"] for i in keep],
-                                embeddings=vectors, params=self.params,
+                                embeddings=primary, params=self.params,
                                 support=[got["metadatas"][i].get("kind") == "question" for i in keep],
                                 families=[answers[got["metadatas"][i]["answer_id"]].get("translation_of")
                                           or got["metadatas"][i]["answer_id"] for i in keep],
@@ -416,7 +342,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                         starter=(space_starter(encoder, lang, kept_starter)
                                                  if kept_starter is not None else None))
                       for lang, encoder in self.language_encoders.items()}
-            version = f"{_content_version(records)}-{self.encoder.version[:6]}"
+            version = f"{content_version(records)}-{self.encoder.version[:6]}"
             self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces,
                                    starter_examples=len(starter))
             if store.stored_version(self._client, self.collection_name) != version:
@@ -424,39 +350,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
             self._checked_at = time.monotonic()
 
     def _space_vectors(self, lang: str, ids: list[str], texts: list[str]) -> np.ndarray:
-        """The records' vectors in one language's space: read from its collection, the missing ones made now."""
-        encoder, collection = self.language_encoders[lang], self._space_collections[lang]
-        found: dict[str, np.ndarray] = {}
-        for start in range(0, len(ids), 5000):
-            got = collection.get(ids=ids[start:start + 5000], include=["embeddings"])
-            found.update(zip(got["ids"], (np.asarray(e, dtype=np.float32) for e in got["embeddings"])))
-        missing = [i for i, rid in enumerate(ids) if rid not in found]
-        step = min(256, store.batch_size(self._client))
-        for start in range(0, len(missing), step):
-            chunk = missing[start:start + step]
-            vectors = encoder.encode_passages([texts[i] for i in chunk])
-            collection.upsert(ids=[ids[i] for i in chunk], embeddings=vectors, documents=[texts[i] for i in chunk])
-            found.update(zip((ids[i] for i in chunk), vectors))
-        if not ids:
-            return np.zeros((0, encoder.dim), dtype=np.float32)
-        return np.stack([found[rid] for rid in ids])
-
-    def _reembed(self, got: dict[str, list]) -> None:
-        from tqdm import tqdm
-
-        ids, docs, metas = got["ids"], [d or "" for d in got["documents"]], got["metadatas"]
-        step = min(256, store.batch_size(self._client))
-        bar = tqdm(total=len(ids), desc=f"Re-embedding the KB with {self.encoder.name} {self.encoder.version}",
-                   unit="rec", disable=True if len(ids) < 200 else None, leave=False)  # None: only on a terminal
-        try:
-            for start in range(0, len(ids), step):
-                chunk = slice(start, start + step)
-                self._collection.upsert(ids=ids[chunk], documents=docs[chunk], metadatas=metas[chunk],
-                                        embeddings=self.encoder.encode_passages(docs[chunk]))
-                bar.update(len(ids[chunk]))
-        finally:
-            bar.close()
-        store.write_version(self._client, self._collection, "", self.encoder.version)
+        return vectors.space_vectors(self._client, self.language_encoders[lang], self._space_collections[lang], ids,
+                                     texts)
 
     def reload(self) -> None:
         """Re-read the collection (another process may have changed it)."""
@@ -478,30 +373,3 @@ class ChromaKnowledgeBase(KnowledgeBase):
                 if current.version.startswith(suffix):  # re-embedded elsewhere with the encoder we should use now
                     self.encoder = current
             self._reload()
-
-
-def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None = None, *,
-                 id_column: str = "answer_id", where: dict[str, str] | None = None, progress: bool = False,
-                 params: FusionParams | None = None) -> ChromaKnowledgeBase:
-    """A KB in a temporary folder (deleted at exit) for evaluation and routing experiments.
-
-    ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
-    (``query`` + ``id_column``) for intent datasets without answer texts: each label then becomes a
-    stub answer that is not searchable itself and the questions carry the retrieval; rows labelled
-    ``out_of_scope`` are the KB's out-of-scope examples. ``where`` keeps only rows whose columns equal the
-    given values (e.g. ``{"in_scope": "True"}``). Bad rows are skipped.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    kb = ChromaKnowledgeBase(encoder, path=folder, collection="throwaway_kb", params=params)
-    files = [parse_file(Path(answers_csv), id_column=id_column, where=where)]
-    if questions_csv is not None:
-        files.append(parse_file(Path(questions_csv), id_column=id_column, where=where))
-    stubs = []
-    if files[0].kind == "questions":
-        labels = dict.fromkeys(q.answer_id for q in files[0].questions if q.answer_id != OUT_OF_SCOPE)
-        stubs = [AnswerRow(answer_id=label, answer=label, title=label, source=Path(answers_csv).name,
-                           searchable=False) for label in labels]
-    answers, questions, _bad = validate(files, {s.answer_id: s.answer for s in stubs})
-    kb._write(stubs + answers, questions, progress=progress)
-    return kb

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from chains.tiers.base import SMALL_ROUTE
 from core.policy import Thresholds
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
@@ -101,7 +102,7 @@ def baseline_report(records: list[dict], queries: list[Query]) -> dict:
 def product_report(records: list[dict], queries: list[Query]) -> dict:
     """What customers see at the product thresholds: a rewrite counts as sent to the LLM."""
     y = np.array([q.needs_llm for q in queries])
-    small = np.array([r["route"] == "small" for r in records])
+    small = np.array([r["route"] == SMALL_ROUTE for r in records])
     correct = np.array([r["answer_id"] == q.answer_id for r, q in zip(records, queries)])
     rewrite = np.array([bool(r["rewrite"]) for r in records])
     ins = y == 0
@@ -164,7 +165,7 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
             kb = build_kb(ds.intent_kb(work / bot, [q for q in ds.hint3("train") if q.group.endswith(bot)]), log=log)
             test = cut([q for q in ds.hint3("test") if q.group.endswith(bot)])
             records = _route(kb, test, default)
-            small = np.array([r["route"] == "small" for r in records])
+            small = np.array([r["route"] == SMALL_ROUTE for r in records])
             y = np.array([q.needs_llm for q in test])
             correct = np.array([r["answer_id"] == q.answer_id for r, q in zip(records, test)])
             report["hint3"][bot] = {

@@ -19,8 +19,8 @@ from pydantic import BaseModel
 
 from core.encoders import Encoder
 from core.errors import TandemError
-from knowledge.chroma_kb import throwaway_kb
 from knowledge.index import FusionParams
+from knowledge.throwaway import throwaway_kb
 
 LATENCY_SAMPLE = 200
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from core.encoders import TransformerEncoder, load_encoder
 from core.settings import get_settings
-from knowledge.chroma_kb import ChromaKnowledgeBase, throwaway_kb
+from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.index import FusionParams
+from knowledge.throwaway import throwaway_kb
 from offline.encoder_tuning import tune_for_kb
 
 # Intent benchmarks are not shops: CLINC150's small talk, travel and banking intents and Banking77's card questions

@@ -15,6 +15,7 @@ from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
 from chains.schema import ChatRequest
+from chains.tiers.base import CLARIFY_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.encoders import AUTO, load_encoder
 from core.errors import TandemError
@@ -52,7 +53,8 @@ def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id
     if turn.done:
         route = turn.route
     else:  # a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it
-        route = {"llm": "llm", "rewrite": "llm", "clarify": "clarify"}.get(turn.plan, "small")
+        route = (CLARIFY_ROUTE if turn.plan == CLARIFY_ROUTE else LLM_ROUTE if turn.plan in TIERS[LLM_ROUTE].plans
+                 else SMALL_ROUTE)
     return {"query_id": query_id, "route": route,
             "answer_id": turn.hits[0].answer_id if turn.hits else None,
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,
@@ -89,7 +91,7 @@ def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, st
     With the default encoder (``auto``) and ``tune``, that includes the encoder tuned on the KB's content: trained
     on the first run (minutes), then reused from ``$TANDEM_HOME/encoders`` for the same files. An encoder named in
     TANDEM_ENCODER is used as named, untuned, as the product would."""
-    from knowledge.chroma_kb import throwaway_kb
+    from knowledge.throwaway import throwaway_kb
     from offline.kbs import build_kb
 
     thresholds = live_thresholds()

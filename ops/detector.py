@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chains.tiers.base import CACHE_ROUTE, LLM_ROUTE, SMALL_ROUTE
+
 # series -> (which way is bad, kind): rates get a counting-noise floor, latencies a relative one.
 SERIES: dict[str, tuple[str, str]] = {
     "llm_share": ("up", "rate"), "fallback_rate": ("up", "rate"), "degrade_rate": ("up", "rate"),
@@ -81,7 +83,7 @@ def minute_series(frame: pd.DataFrame, feedback: pd.DataFrame | None = None) -> 
     out["oos_share"] = escalated.groupby(routed["minute"]).mean()
     out["guard_rate"] = by["route"].apply(lambda r: float((r == "guard").mean()))
     out["error_rate"] = by["error"].apply(lambda e: float((e.astype(str).str.len() > 0).mean()))
-    for route in ("small", "llm", "cache"):
+    for route in (SMALL_ROUTE, LLM_ROUTE, CACHE_ROUTE):
         part = rows[rows["route"] == route].groupby("minute")["total_ms"]
         out[f"p95_ms_{route}"] = part.quantile(0.95)
         out[f"n_{route}"] = part.size()

@@ -21,6 +21,7 @@ import pandas as pd
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
+from chains.tiers.base import SMALL_ROUTE
 from core.settings import get_settings
 from ops import alerts, tuner
 from ops.detector import DetectorParams, SeriesState, evaluate, minute_series
@@ -91,7 +92,7 @@ def window_frame(db: Database, since: datetime) -> pd.DataFrame:
     rating = feedback.groupby("request_id")["rating"].min() if not feedback.empty else pd.Series(dtype=float)
     frame["rating"] = frame["id"].map(rating)
     frame["negative_feedback"] = (frame["rating"] < 0).astype(float)
-    small = frame["route"] == "small"
+    small = frame["route"] == SMALL_ROUTE
     frame["label_correct_small"] = (frame["rating"] > 0).astype(float).where(small & frame["rating"].notna())
     return frame
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from chains.tiers.base import SMALL_ROUTE
+
 DEFAULT_GRID = np.round(np.linspace(0.0, 1.0, 101), 4)
 LABEL_COLUMNS = ("correct_small", "label_llm_needed")
 LATENCY_COLUMNS = ("latency_sched_ms", "latency_small_ms", "latency_llm_ms")
@@ -59,7 +61,7 @@ def latency_model_from_log(frame: pd.DataFrame) -> LatencyModel:
     routed = frame[frame["p_llm"].notna()] if "p_llm" in frame else frame
     tier_ms = routed["total_ms"] - routed["sched_ms"]
     return LatencyModel(sched_ms=_mean(routed["sched_ms"]),
-                        small_ms=_mean(tier_ms[routed["route"] == "small"]),
+                        small_ms=_mean(tier_ms[routed["route"] == SMALL_ROUTE]),
                         llm_ms=_mean(tier_ms[routed["route"] == "llm"]))
 
 
@@ -76,7 +78,7 @@ def data_from_log(frame: pd.DataFrame, feedback: pd.DataFrame | None = None) -> 
         # The latest rating of a request wins.
         rating = feedback.sort_values("created_at").groupby("request_id")["rating"].last()
         ratings = routed["id"].map(rating).to_numpy(dtype=float)
-        on_small = (routed["route"] == "small").to_numpy()
+        on_small = (routed["route"] == SMALL_ROUTE).to_numpy()
         known = on_small & ~np.isnan(ratings)
         correct_small[known] = (ratings[known] > 0).astype(float)
     return ReplayData(p_llm=routed["p_llm"].to_numpy(dtype=float), correct_small=correct_small,

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from sqlmodel import col, select
 
+from chains.tiers.base import SMALL_ROUTE
 from core.policy import Thresholds
 from storage import policy_store
 from storage.db import Database
@@ -64,7 +65,7 @@ def modelled(frame: pd.DataFrame, tau: float, rewrite: float, price_per_1k: floa
     to_llm = (p >= tau) | (quality < np.minimum(rewrite, floor))
     share = float(to_llm.mean())
     llm_ms = frame.loc[frame["route"] == "llm", "total_ms"]
-    small_ms = frame.loc[frame["route"] == "small", "total_ms"]
+    small_ms = frame.loc[frame["route"] == SMALL_ROUTE, "total_ms"]
     p95_llm = float(llm_ms.quantile(0.95)) if len(llm_ms) else 3000.0
     p95_small = float(small_ms.quantile(0.95)) if len(small_ms) else 50.0
     tokens = frame.loc[frame["route"] == "llm", "tokens"]

@@ -20,11 +20,12 @@ LONG_PROMPT = [{"role": "user", "content": LONG_STORY}]
 
 
 def engine_metrics(base_url: str) -> dict[str, float]:
-    """vLLM's own running and waiting request counts, from its /metrics."""
+    """vLLM's own running and waiting request counts and the tokens it has generated so far, from its /metrics."""
     text = httpx.get(base_url.rstrip("/").removesuffix("/v1") + "/metrics", timeout=5).text
     out = {}
-    for name in ("running", "waiting"):
-        found = re.findall(rf"^vllm:num_requests_{name}\{{[^}}]*\}} ([0-9.e+-]+)", text, re.M)
+    for name, metric in (("running", "num_requests_running"), ("waiting", "num_requests_waiting"),
+                         ("generated_tokens", "generation_tokens_total")):
+        found = re.findall(rf"^vllm:{metric}\{{[^}}]*\}} ([0-9.e+-]+)", text, re.M)
         out[name] = sum(float(v) for v in found)
     return out
 

@@ -6,6 +6,6 @@ and tool answers settled before the tier step).
 """
 
 from chains.tiers import answered, clarify, llm, small  # noqa: F401  (registers them)
-from chains.tiers.base import TIERS, Tier, TierParts, cacheable, register
+from chains.tiers.base import ROUTES, TIERS, Tier, TierParts, cacheable, register
 
-__all__ = ["TIERS", "Tier", "TierParts", "cacheable", "register"]
+__all__ = ["ROUTES", "TIERS", "Tier", "TierParts", "cacheable", "register"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from chains import answers
 from chains.schema import Revised
-from chains.tiers.base import Tier, register
+from chains.tiers.base import CLARIFY_ROUTE, Tier, register
 from chains.turn import Turn
 from knowledge.ingest import OUT_OF_SCOPE
 
@@ -101,7 +101,7 @@ def choice_in_history(turn: Turn) -> str:
 
 @register
 class ClarifyTier(Tier):
-    name = "clarify"
+    name = CLARIFY_ROUTE
     plans = ("clarify",)
 
     def claims(self, turn: Turn) -> tuple[str, str] | None:

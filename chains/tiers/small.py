@@ -6,15 +6,15 @@ from collections.abc import Iterator
 
 from chains import answers
 from chains.schema import Revised
-from chains.tiers.base import Tier, register
+from chains.tiers.base import SMALL_ROUTE, Tier, register
 from chains.turn import Turn
 
 
 @register
 class SmallTier(Tier):
-    name = "small"
+    name = SMALL_ROUTE
     cacheable = True
-    plans = ("small",)
+    plans = (SMALL_ROUTE,)
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         draft = turn.draft or answers.draft_answer(turn.text, turn.hits)

@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from chains.tiers.base import ROUTES
 from console import data, stats, ui
 from core.settings import get_settings
 from ops import alerts, logframes
@@ -51,14 +52,14 @@ else:
         st.altair_chart(
             alt.Chart(traffic).mark_bar(size=max(2, min(40, int(560 / buckets)))).encode(
                 x=alt.X("time:T", title=None), y=alt.Y("requests:Q", title="requests"),
-                color=alt.Color("route:N", sort=list(stats.ROUTES)), tooltip=["time:T", "route:N", "requests:Q"]),
+                color=alt.Color("route:N", sort=list(ROUTES)), tooltip=["time:T", "route:N", "requests:Q"]),
             width="stretch")
     with right:
         st.subheader("Route share")
         shares = stats.route_shares(frame)
         st.altair_chart(
             alt.Chart(shares).mark_arc(innerRadius=45).encode(
-                theta="requests:Q", color=alt.Color("route:N", sort=list(stats.ROUTES)),
+                theta="requests:Q", color=alt.Color("route:N", sort=list(ROUTES)),
                 tooltip=["route:N", "requests:Q", alt.Tooltip("share:Q", format=".1%")]),
             width="stretch")
 

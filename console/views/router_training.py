@@ -9,7 +9,7 @@ from chains.routers.artifacts import history, live, rollback
 from console import ui
 from core.errors import TandemError
 from core.settings import get_settings
-from offline.router_training import promote_if_not_worse, retrain_from_feedback
+from offline.router_feedback import promote_if_not_worse, retrain_from_feedback
 from storage import policy_store
 
 st.title("Router")

@@ -48,6 +48,10 @@ def test_stages_run_in_order_and_every_message_logs_one_complete_row(service):
         assert len(session.exec(select(RequestLog).where(RequestLog.id == response.request_id)).all()) == 1
 
 
+def cache_step(response) -> dict:
+    return next(step for step in response.trace if step["stage"] == "cache")
+
+
 def test_guard_refuses_and_logs(service):
     for text in ["", "   ", "x" * 50_000, "\x00\x01\x02"]:
         response = ask(service, text)
@@ -55,10 +59,15 @@ def test_guard_refuses_and_logs(service):
         assert row(service, response.request_id).route == "guard"
 
 
-def test_cache_hits_a_repeated_question_but_never_a_negation(service):
+def test_cache_hits_a_repeated_question_and_a_paraphrase_but_never_a_negation(service):
     first = ask(service, "How can I reset my password?")
     again = ask(service, "How can I reset my password?")
     assert first.route == "small" and again.route == "cache"
+    assert cache_step(again)["decision"] == "exact hit"
+    reworded = ask(service, "how could I reset my password")
+    assert reworded.route == "cache" and reworded.sources[0].answer_id == "reset_password"
+    assert cache_step(reworded)["decision"] == "semantic hit"
+    assert cache_step(reworded)["detail"]["cached_question"] == "How can I reset my password?"
     ask(service, "cancel my order")
     negated = ask(service, "I do not want to cancel my order")
     assert negated.route != "cache"
@@ -79,7 +88,10 @@ def test_cache_never_stores_or_serves_personal_data(service):
     first = ask(service, text, user="bob")
     second = ask(service, text, user="carol")
     assert first.route != "cache" and second.route != "cache"
-    assert len(service.chain.cache) == entries  # nothing was stored
+    assert len(service.chain.cache) == entries  # nothing was stored ...
+    # ... and nothing in the store holds the message or its answer (MemoryState keeps its entries in _entries)
+    stored = list(service.chain.cache.state._entries.values())
+    assert not any("bob@example.com" in entry.text + entry.key + str(entry.payload) for entry in stored)
     assert "bob@example.com" not in row(service, second.request_id).text  # masked in the log
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from sqlmodel import select
@@ -13,7 +12,7 @@ from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from core.policy import Thresholds
 from storage.tables import RequestLog
 from tests.conftest import make_runtime
-from tests.vllm_load import LONG_STORY, engine_metrics, saturated, wait_for
+from tests.vllm_load import LONG_STORY, engine_idle, engine_metrics, saturated, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -129,6 +128,8 @@ def test_under_engine_load_messages_degrade_to_the_small_tier_but_vips_keep_the_
 
 def test_stop_aborts_the_engine_request_and_the_row_is_logged_as_cancelled(runtime, llm_server):
     runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+    assert wait_for(lambda: engine_idle(llm_server.url), 60), "an earlier test's generation is still running"
+    before = engine_metrics(llm_server.url)["generated_tokens"]
     cancel = threading.Event()
     stream = runtime.service.stream(ChatRequest(message=LONG_STORY, user_id="dave", session_id="llm-stop",
                                                 max_tokens=400, temperature=0.0), cancel)
@@ -139,13 +140,15 @@ def test_stop_aborts_the_engine_request_and_the_row_is_logged_as_cancelled(runti
             if len(pieces) == 3:
                 assert engine_metrics(llm_server.url)["running"] >= 1
                 cancel.set()  # the Stop button
-                stopped = time.monotonic()
+                stopped = True
         if isinstance(item, ChatResponse):
             final = item
     assert final is not None and stopped is not None, \
         f"the answer ended before its third piece: {pieces}, {final and (final.route, final.reasons)}"
-    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0)
-    assert time.monotonic() - stopped < 2.5
+    # A generous bound (how fast is for `make bench`); the engine's own token count proves the abort: left running,
+    # the request would write its 400 tokens (the story asks for more).
+    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 60), "vLLM kept generating"
+    assert engine_metrics(llm_server.url)["generated_tokens"] - before < 200
     assert final.cancelled and final.completion_tokens < 400
     with runtime.db.session() as session:
         rows = session.exec(select(RequestLog).where(RequestLog.session_id == "llm-stop")).all()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from core.encoders import BatchingEncoder, OnnxEncoder, TransformerEncoder, load_encoder
+from knowledge import vectors
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.demo_kb import DEMO_FILES
 
@@ -106,10 +107,14 @@ def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder, monkeypatch):
     kb = ChromaKnowledgeBase(encoder, path=tmp_path / "chroma")
     kb.ingest(DEMO_FILES[:2], progress=False)
     before = kb.version  # read now: the old object, asked later, would see the new encoder's vectors and embed back
-    re_embeds = []
-    original = ChromaKnowledgeBase._reembed
-    monkeypatch.setattr(ChromaKnowledgeBase, "_reembed",
-                        lambda self, got: (re_embeds.append(len(got["ids"])), original(self, got))[1])
+    re_embeds: list[tuple[str, int]] = []  # (encoder version, records rewritten) per re-embedding
+    original = vectors.reembed
+
+    def counted(client, collection, new_encoder, got):  # a spy: the real re-embedding runs, and is counted
+        re_embeds.append((new_encoder.version, len(got["ids"])))
+        original(client, collection, new_encoder, got)
+
+    monkeypatch.setattr(vectors, "reembed", counted)
 
     class Renamed(TransformerEncoder):  # the same weights under another version: as after `tandem kb tune`
         pass
@@ -119,6 +124,6 @@ def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder, monkeypatch):
     reopened = ChromaKnowledgeBase(other, path=tmp_path / "chroma")
     assert reopened.version.endswith("-retune") and reopened.version != before
     assert reopened.search("how do I track my order", k=1)[0].answer_id == "track_order"
-    assert len(re_embeds) == 1 and re_embeds[0] > 0  # the stored vectors were rewritten by the new encoder
+    assert re_embeds == [("retuned000", reopened.stats()["records"])]  # every stored record, by the new encoder
     again = ChromaKnowledgeBase(other, path=tmp_path / "chroma")  # opened again with it: nothing to rewrite
     assert again.version == reopened.version and len(re_embeds) == 1

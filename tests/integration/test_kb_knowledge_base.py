@@ -194,7 +194,7 @@ def test_entries_search_filters_by_text(demo_kb):
 
 
 def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
-    from knowledge.chroma_kb import throwaway_kb
+    from knowledge.throwaway import throwaway_kb
 
     answers = write(tmp_path / "kb.csv", "answer_id,intent,category,answer\n"
                     "a_cancel,cancel_order,ORDER,You can cancel in your order history.\n"

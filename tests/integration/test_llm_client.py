@@ -11,7 +11,7 @@ import pytest
 
 from chains.llm.client import LLMClient, LLMResult, LLMUnavailable
 from core.policy import Thresholds
-from tests.vllm_load import LONG_PROMPT, engine_metrics, saturated, wait_for
+from tests.vllm_load import LONG_PROMPT, engine_idle, engine_metrics, saturated, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -39,16 +39,19 @@ def test_without_a_model_name_the_client_asks_the_endpoint_which_one_it_serves(l
     assert result.model == llm_server.model  # from GET /v1/models
 
 
-def test_cancel_aborts_the_request_inside_the_engine_within_two_seconds(llm_client, llm_server):
+def test_cancel_aborts_the_request_inside_the_engine(llm_client, llm_server):
+    assert wait_for(lambda: engine_idle(llm_server.url), 60), "an earlier test's generation is still running"
+    before = engine_metrics(llm_server.url)["generated_tokens"]
     cancel = threading.Event()
     stream = llm_client.stream(LONG_PROMPT, max_tokens=400, cancel=cancel, temperature=0.0)
     received = [next(stream) for _ in range(3)]
     assert engine_metrics(llm_server.url)["running"] >= 1
     cancel.set()
     result = next(item for item in stream if isinstance(item, LLMResult))
-    stopped_at = time.monotonic()
-    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 2.0), "vLLM kept generating"
-    assert time.monotonic() - stopped_at < 2.0
+    # How fast is for `make bench`; the bound here is generous (two busy cores). What proves the abort is the
+    # engine's own token count: left running, the request would write its 400 tokens (the story asks for more).
+    assert wait_for(lambda: engine_metrics(llm_server.url)["running"] == 0, 60), "vLLM kept generating"
+    assert engine_metrics(llm_server.url)["generated_tokens"] - before < 200
     assert result.cancelled and result.finish_reason == "cancelled" and result.text.startswith("".join(received))
     assert result.completion_tokens < 400
 

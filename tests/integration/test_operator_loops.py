@@ -131,7 +131,7 @@ def test_feedback_retrains_a_router_that_is_promoted_followed_by_a_runtime_and_r
     from chains.routers.artifacts import candidate_path, live, rollback
     from chains.routers.evidence import EVIDENCE_NAMES
     from core.errors import TandemError
-    from offline.router_training import logged_examples, promote_if_not_worse, retrain_from_feedback
+    from offline.router_feedback import logged_examples, promote_if_not_worse, retrain_from_feedback
 
     traffic_runtime = make_runtime(settings, feedback_db, demo_kb)
     follower = make_runtime(settings, feedback_db, demo_kb)  # another replica on the same database, cold cache

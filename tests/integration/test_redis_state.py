@@ -40,20 +40,20 @@ def entry(namespace: str, key: str, ttl_s: float, seed: int) -> CacheEntry:
                       payload={"answer": key}, expires_at=time.time() + ttl_s, text=key)
 
 
-def test_what_one_replica_caches_the_other_finds_semantically_until_it_expires(redis_url):
+def test_what_one_replica_caches_the_other_finds_semantically_until_it_expires(redis_url, encoder, settings):
+    from chains.cache import ResponseCache
     from chains.redis_state import RedisState
 
-    one, two = RedisState(redis_url, prefix="t1:"), RedisState(redis_url, prefix="t1:")
-    first = entry("ns", "where is my parcel", 1.0, 1)
-    assert one.cache_put(first)
-    seen = two.cache_vectors("ns")
-    assert [e.key for e in seen.entries] == ["where is my parcel"]
-    assert np.allclose(seen.matrix[0], first.vector)
-    assert one.cache_put(entry("ns", "how do returns work", 1.0, 2))
-    assert [e.key for e in two.cache_vectors("ns").entries] == ["where is my parcel", "how do returns work"]
+    one, two = (ResponseCache(RedisState(redis_url, prefix="t1:"), ttl_s=1.0) for _ in range(2))  # two replicas
+    asked, reworded = "How can I reset my password?", "how could I reset my password"
+    payload = {"answer": "Use the reset link on the sign-in page."}
+    assert one.store(asked, encoder.encode_query(asked), "ns", payload)
+    hit = two.lookup(reworded, encoder.encode_query(reworded), "ns", settings.cache_similarity)
+    assert hit is not None and hit.kind == "semantic" and hit.source_text == asked and hit.payload == payload
+    assert hit.similarity >= settings.cache_similarity
     time.sleep(1.2)
-    assert two.cache_vectors("ns").entries == []
-    assert one.cache_get("ns", "where is my parcel") is None  # Redis' own expiry
+    assert two.lookup(reworded, encoder.encode_query(reworded), "ns", settings.cache_similarity) is None
+    assert two.lookup_exact(asked, "ns") is None  # Redis' own expiry
 
 
 def test_the_id_stream_keeps_only_ids_of_entries_that_can_still_be_live(redis_url):

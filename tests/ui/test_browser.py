@@ -135,9 +135,11 @@ def test_an_llm_answer_streams_from_vllm_into_the_chat_with_the_llm_badge(app_se
 
 
 def test_stop_in_the_browser_aborts_the_engine_request_and_logs_it_cancelled(app_server, browser, llm_server):
-    from tests.vllm_load import LONG_STORY, engine_metrics
+    from tests.vllm_load import LONG_STORY, engine_idle, engine_metrics
 
     started = datetime.now(UTC)
+    wait_until(lambda: engine_idle(llm_server.url), 60, "an earlier test's generation to end")
+    before = engine_metrics(llm_server.url)["generated_tokens"]
     browser.open(app_server.url + "/")
     browser.wait_for("!!document.querySelector('#message textarea')", timeout=60, what="the message box")
     _send(browser, LONG_STORY)
@@ -146,8 +148,9 @@ def test_stop_in_the_browser_aborts_the_engine_request_and_logs_it_cancelled(app
                            "the answer streaming from vLLM", interval=0.05)
     assert streaming is True, f"not streaming from the LLM: {[(r.route, r.reasons) for r in _rows_since(started)]}"
     browser.click("#message button.stop-button")
-    pressed = time.monotonic()
-    wait_until(lambda: engine_metrics(llm_server.url)["running"] == 0, 5, "vLLM to drop the request")
-    assert time.monotonic() - pressed < 2.5
+    # A generous bound (how fast is for `make bench`); the engine's own token count proves the abort: left running,
+    # the answer would reach the app's cap of 128 tokens (the story asks for far more).
+    wait_until(lambda: engine_metrics(llm_server.url)["running"] == 0, 60, "vLLM to drop the request")
+    assert engine_metrics(llm_server.url)["generated_tokens"] - before < 128
     row = wait_until(lambda: _rows_since(started, channel="ui", cancelled=True), 15, "the cancelled row")[0]
     assert row.route == "llm" and any(r.startswith("cancelled") for r in row.reasons)

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from core.errors import TandemError
-from knowledge.index import tokenize
 from knowledge.ingest import chunk_text, parse_file, validate
+from knowledge.tokens import tokenize
 
 DEMO = Path(__file__).resolve().parents[2] / "knowledge" / "demo"
 

@@ -21,6 +21,16 @@ def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
     assert not cacheable("answered") and not cacheable("guard") and not cacheable("tool") and not cacheable("cache")
 
 
+def test_the_route_names_code_reads_are_the_routes_a_response_can_carry_and_name_the_answering_tiers():
+    from typing import get_args
+
+    from chains.schema import Route
+    from chains.tiers.base import LLM_ROUTE, ROUTES, SMALL_ROUTE
+
+    assert get_args(Route) == ROUTES
+    assert TIERS[SMALL_ROUTE].name == SMALL_ROUTE and TIERS[LLM_ROUTE].name == LLM_ROUTE
+
+
 def test_a_second_tier_under_a_taken_name_is_refused():
     class Impostor(Tier):
         name = "small"
