@@ -27,7 +27,7 @@ from chains.guard import check_input
 from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
 from chains.rules import TOOLS, RuleBook
-from chains.schema import Decided, Revised
+from chains.schema import LLM_ROUTE, SMALL_ROUTE, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
 from chains.turn import Turn, timed
@@ -211,9 +211,9 @@ class RouterChain:
         if mode != "routed":  # the caller chose the tier (OpenAI models tandem-small / tandem-llm)
             turn.plan = mode
             decision = f"{mode}: tier chosen by the caller (p_llm {p_llm:.3f}, tau {tau})"
-            if mode == "small" and p_llm >= tau:
+            if mode == SMALL_ROUTE and p_llm >= tau:  # mode small: the KB tier only, whatever the score
                 turn.no_fit = True
-        elif turn.plan in ("llm", "small"):  # an operator's rule decided
+        elif turn.plan in (LLM_ROUTE, SMALL_ROUTE):  # an operator's rule decided
             decision = f"{turn.plan} (rule)"
         elif p_llm >= tau:
             turn.plan, decision = "llm", f"llm: p_llm {p_llm:.3f} >= tau {tau}"
@@ -221,7 +221,7 @@ class RouterChain:
             turn.plan = "rewrite"
             decision = f"rewrite: p_llm {p_llm:.3f} < tau {tau}, but draft quality {quality:.3f} < {rewrite_below}"
         else:
-            turn.plan = "small"
+            turn.plan = SMALL_ROUTE
             decision = f"small: p_llm {p_llm:.3f} < tau {tau}; draft quality {quality:.3f} >= {rewrite_below}"
         turn.reasons.append(decision)
         turn.note("threshold", decision, tau=tau, rewrite_threshold=turn.thresholds.rewrite_threshold,
@@ -260,7 +260,7 @@ class RouterChain:
             return turn
         if self.llm is None:
             turn.note("load", "no LLM configured")
-            turn.plan = "small"
+            turn.plan = SMALL_ROUTE
             turn.reasons.append("no LLM tier in this run: small tier answers")
             return turn
         admitted, why = self.llm.admit(turn.request.customer)
@@ -270,7 +270,7 @@ class RouterChain:
                 admitted, why = False, "this caller's LLM token budget for the minute is spent"
         turn.note("load", "admitted" if admitted else "degraded", reason=why)
         if not admitted:
-            turn.plan, turn.degraded = "small", True
+            turn.plan, turn.degraded = SMALL_ROUTE, True
             turn.reasons.append(f"degraded: {why}")
         return turn
 

@@ -7,6 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+# The routes an answer can carry (ChatResponse.route, the logged RequestLog.route): the answering tiers' names and
+# the stages that settle a turn before any tier. Code reads them here (or from chains.tiers) rather than spelling
+# them; Route is the same list as a type (tests/unit/test_tier_registry.py holds the two together).
+GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE = "guard", "cache", "tool", "small", "llm"
+CLARIFY_ROUTE = "clarify"
+ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, CLARIFY_ROUTE)
 Route = Literal["guard", "cache", "tool", "small", "llm", "clarify"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
@@ -139,12 +145,12 @@ BADGE_FIELDS = set(AnswerBadge.model_fields)
 OPERATOR_FIELDS = {"scores", "reasons", "latency_ms"}  # what only operators see (the badge has the total latency)
 PUBLIC_FIELDS = BADGE_FIELDS | OPERATOR_FIELDS
 CUSTOMER_REASONS = {
-    "guard": "checked before answering",
-    "cache": "the same question was answered recently",
-    "tool": "looked up by one of our tools",
-    "small": "answered from our help center",
-    "llm": "written by our assistant",
-    "clarify": "several help-center answers fit: which one do you mean?",
+    GUARD_ROUTE: "checked before answering",
+    CACHE_ROUTE: "the same question was answered recently",
+    TOOL_ROUTE: "looked up by one of our tools",
+    SMALL_ROUTE: "answered from our help center",
+    LLM_ROUTE: "written by our assistant",
+    CLARIFY_ROUTE: "several help-center answers fit: which one do you mean?",
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chains.schema import ChatRequest, Decided, RefusalCode
+from chains.schema import CLARIFY_ROUTE, LLM_ROUTE, SMALL_ROUTE, ChatRequest, Decided, RefusalCode
 from core.policy import Thresholds
 
 
@@ -78,7 +78,7 @@ class Turn:
                 + ("" if mode == "routed" else f":{mode}"))
 
     def decided(self) -> Decided:
-        route = self.route if self.done else (self.plan if self.plan in ("small", "clarify") else "llm")
+        route = self.route if self.done else (self.plan if self.plan in (SMALL_ROUTE, CLARIFY_ROUTE) else LLM_ROUTE)
         return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded,
                        revisable=not self.done and self.plan == "rewrite")
 
@@ -88,7 +88,7 @@ class Turn:
 
     def finish(self, route: str, answer: str, reason: str, refusal: RefusalCode = "") -> Turn:
         self.route, self.answer, self.done, self.refusal = route, answer, True, refusal
-        self.served = self.served or {"small": "draft"}.get(route, route)
+        self.served = self.served or {SMALL_ROUTE: "draft"}.get(route, route)
         self.reasons.append(reason)
         return self
 

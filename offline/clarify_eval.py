@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from chains.schema import SMALL_ROUTE
 from core.policy import Thresholds
 from offline.datasets import Query
 from offline.route_batch import batch_chain, route_record
@@ -28,8 +29,8 @@ def clarify_report(off: list[dict], on: list[dict], queries: list[Query]) -> dic
     asked = np.array([r["route"] == "clarify" for r in on])
     offered = np.array([q.answer_id in r.get("options", []) for r, q in zip(on, queries)])
     top_right = np.array([r["answer_id"] == q.answer_id for r, q in zip(on, queries)])
-    small_on = np.array([r["route"] == "small" for r in on])
-    small_off = np.array([r["route"] == "small" for r in off])
+    small_on = np.array([r["route"] == SMALL_ROUTE for r in on])
+    small_off = np.array([r["route"] == SMALL_ROUTE for r in off])
     right_off = np.array([r["answer_id"] == q.answer_id for r, q in zip(off, queries)])
     kept = ins & (small_on | asked)
     right_on = (small_on & top_right) | (asked & offered)

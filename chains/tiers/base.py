@@ -13,15 +13,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from chains.schema import Revised
+from chains.schema import (  # noqa: F401  (the route names: re-exported for code above the chain)
+    CACHE_ROUTE,
+    CLARIFY_ROUTE,
+    GUARD_ROUTE,
+    LLM_ROUTE,
+    ROUTES,
+    SMALL_ROUTE,
+    TOOL_ROUTE,
+    Revised,
+)
 from chains.turn import Turn
-
-# The routes an answer can carry (ChatResponse.route, the logged RequestLog.route): the answering tiers' names and
-# the stages that settle a turn before any tier. Code above the chain reads them here rather than spelling them;
-# chains.schema.Route is the same list as a type (tests/unit/test_tier_registry.py holds the two together).
-GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE = "guard", "cache", "tool", "small", "llm"
-CLARIFY_ROUTE = "clarify"
-ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, CLARIFY_ROUTE)
 
 
 @dataclass(frozen=True)
