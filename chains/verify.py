@@ -53,7 +53,7 @@ _CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
 
 DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "ungrounded",
-                "off_topic", "empty", "contradiction")
+                "off_topic", "unanswered", "empty", "contradiction")
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,8 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("echo", parroted))
     if answerable and (match := _REFUSAL.search(text)):
         found.append(Defect("refusal", match.group(0)))
+    if answerable and _asks_cost(message) and not _COST_ANSWER.search(text):
+        found.append(Defect("unanswered", "asked what it costs; the answer names no amount and nothing free"))
     if repeats := _dedupe(text)[1]:
         found.append(Defect("repeated", repeats[0][:80]))
     if finish_reason == "length" or _CUT_OFF.search(without_citations(text)):
@@ -163,6 +165,18 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         elif statement := ungrounded_statement(body, context):
             found.append(Defect("ungrounded", statement))
     return found
+
+
+# A question about cost wants an amount, a rate or "free" back: "What would it cost me to cancel now?" answered with
+# how to cancel answers another question.
+_COST_QUESTION = re.compile(r"\b(?:how much|what(?:'s| is| would| will| does)?\b[^?.!]{0,40}\bcost|costs?\b|price|"
+                            r"fees?\b|charge[sd]?\b)|多少钱|费用|价格|收费|运费", re.IGNORECASE)
+_COST_ANSWER = re.compile(r"\d|\bfree\b|\bno (?:extra )?(?:fee|charge|cost)|\bnothing\b|免费|不收|无需支付",
+                          re.IGNORECASE)
+
+
+def _asks_cost(message: str) -> bool:
+    return bool(_COST_QUESTION.search(message))
 
 
 # A word, or one Han character (Chinese has no spaces: a run of eight characters is eight tokens).

@@ -19,7 +19,7 @@ from chains.turn import Turn, timed
 from chains.verify import Defect, defects, off_topic, rewrite_verdict, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic")
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered")
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 

@@ -132,3 +132,12 @@ def test_an_answer_about_something_else_is_off_topic_unless_it_shares_a_word_wit
     assert off_topic("do you ever get tired?", student, floor + 0.01, "minilm") is None  # similar enough
     assert off_topic("is there a student discount?", student, floor - 0.1, "minilm") is None  # shares "student"
     assert off_topic("do you ever get tired?", student, 0.0, "an-encoder-without-a-floor") is None
+
+
+def test_a_cost_question_answered_without_an_amount_or_free_is_unanswered():
+    how_to_cancel = "You can cancel it in your order details with the Cancel Order button."
+    asked = "What would it cost me to cancel now that the order has already been dispatched?"
+    assert "unanswered" in {d.kind for d in defects(how_to_cancel, message=asked)}
+    assert "unanswered" not in {d.kind for d in defects("Cancelling is free until the order ships.", message=asked)}
+    assert "unanswered" not in {d.kind for d in defects("Express shipping costs $9.90.", message="how much is express?")}
+    assert "unanswered" not in {d.kind for d in defects(how_to_cancel, message="how do I cancel my order?")}
