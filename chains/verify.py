@@ -170,7 +170,7 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
 # A question about cost wants an amount, a rate or "free" back: "What would it cost me to cancel now?" answered with
 # how to cancel answers another question.
 _COST_QUESTION = re.compile(r"\b(?:how much|what(?:'s| is| would| will| does)?\b[^?.!]{0,40}\bcost|costs?\b|price|"
-                            r"fees?\b|charge[sd]?\b)|多少钱|费用|价格|收费|运费", re.IGNORECASE)
+                            r"fees?\b)|多少钱|费用|价格|收费|运费", re.IGNORECASE)
 _COST_ANSWER = re.compile(r"\d|\bfree\b|\bno (?:extra )?(?:fee|charge|cost)|\bnothing\b|免费|不收|无需支付",
                           re.IGNORECASE)
 
