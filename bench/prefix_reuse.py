@@ -1,0 +1,211 @@
+"""Conversation prefix reuse: multi-turn conversations replayed against real vLLM servers, prefix caching on and off.
+
+Conversations (``--conversations``, the size knob; ``make bench`` replays Sizes.prefix_conversations): 3-6 turns
+each, built from the hand-written sets offline/answer_eval.py scores (the demo shop's messages, dev and held-out, and
+the English Bitext held-out set), one set per conversation, messages drawn at random with a fixed seed. Each turn's
+prompt is the app's own (chains.answers.llm_messages) with the history the service keeps: the earlier user
+messages as the LLM got them (``sent``), each answer in full. Each turn's help-center context is the message's right
+answer and two other answers of its knowledge base (three others for an out-of-scope message), not a retrieval; the
+assistant's turn is the right answer's text (what the small tier serves). Every request asks for one token, so
+time to first token is the prompt's prefill, which the cache shortens.
+
+Requests go one at a time, so the difference of vLLM's counters (vllm:prefix_cache_hits_total and
+vllm:prefix_cache_queries_total) read before and after a request is that request's. Three passes:
+``before`` (the layout before issue 42: the last 4 messages, cut at 500 characters, without their context) and
+``served`` on a server with prefix caching on, then ``served`` again on a server started with
+--no-enable-prefix-caching (time to first token side by side). ``before`` runs first, so its prompts find nothing
+of ``served`` in the cache; ``served`` shares no prompt of ``before`` beyond the first turn.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from bench.common import pct
+
+SEED = 42
+TURNS = (3, 6)  # turns per conversation, inclusive
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str
+    hits: list[Any]
+    answer: str  # the assistant's reply the next turn's history holds
+
+
+def conversations(n: int, seed: int = SEED) -> list[list[Turn]]:
+    """``n`` conversations of 3-6 turns, alternating between the demo shop's messages and Bitext's held-out set."""
+    from knowledge.base import Hit
+    from offline.answer_eval import EVAL_SETS, read_messages, references
+
+    pools = []
+    for kb, names in (("demo", ("demo", "demo-dev")), ("bitext", ("heldout",))):
+        refs = references(kb)
+        messages = [m for name in names for m in read_messages(EVAL_SETS[name])]
+        pools.append((refs, messages))
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        refs, messages = pools[i % len(pools)]
+        ids = sorted(refs)
+        turns = []
+        for message in rng.sample(messages, rng.randint(*TURNS)):
+            right = [message.expected] if message.expected in refs else []
+            others = [a for a in rng.sample(ids, 4) if a not in right][:3 - len(right)]
+            hits = [Hit(answer_id=a, answer=refs[a], title=a.replace("_", " "), score=0.8 - 0.1 * k, matched_text=refs[a],
+                        source="bench") for k, a in enumerate(right + others)]
+            answer = refs[right[0]] if right else refs[others[0]]
+            turns.append(Turn(" ".join(message.text.split()), hits, answer))
+        out.append(turns)
+    return out
+
+
+def before_layout(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The prompt before issue 42 (chains/answers.py at bc25ea2), for the hit rate it had."""
+    from chains.answers import SYSTEM_PROMPT, llm_task
+
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    messages += [{"role": t["role"], "content": t["content"][:500]} for t in history[-4:]]
+    return messages + [{"role": "user", "content": llm_task(query, hits)}]
+
+
+def served_layout(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    from chains.answers import llm_messages
+
+    return llm_messages(query, hits, history)
+
+
+LAYOUTS: dict[str, Callable[..., list[dict[str, str]]]] = {"before": before_layout, "served": served_layout}
+
+
+def counters(client: httpx.Client, base_url: str) -> tuple[float, float]:
+    from chains.llm.load import metrics_url_for
+    from chains.llm.metrics_parser import parse_vllm_metrics
+
+    metrics = parse_vllm_metrics(client.get(metrics_url_for(base_url), timeout=30).text)
+    return metrics.prefix_cache_hits or 0.0, metrics.prefix_cache_queries or 0.0
+
+
+def first_token_ms(client: httpx.Client, base_url: str, model: str, messages: list[dict[str, str]]) -> float:
+    body = {"model": model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "stream": True}
+    started = time.perf_counter()
+    with client.stream("POST", base_url.rstrip("/") + "/chat/completions", json=body, timeout=120) as response:
+        response.raise_for_status()
+        for line in response.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                choices = json.loads(line[6:]).get("choices") or []
+                if choices and (choices[0].get("delta") or {}).get("content") is not None:
+                    return (time.perf_counter() - started) * 1000
+    return (time.perf_counter() - started) * 1000
+
+
+def replay(base_url: str, model: str, convs: list[list[Turn]], layout: str) -> list[dict[str, float]]:
+    """Every turn of every conversation, one request at a time: per turn its number, TTFT and the counter deltas."""
+    build = LAYOUTS[layout]
+    rows = []
+    with httpx.Client() as client:
+        for conv in convs:
+            history: list[dict[str, str]] = []
+            for number, turn in enumerate(conv, start=1):
+                messages = build(turn.text, turn.hits, history)
+                hits0, queries0 = counters(client, base_url)
+                ttft = first_token_ms(client, base_url, model, messages)
+                hits1, queries1 = counters(client, base_url)
+                rows.append({"turn": number, "ttft_ms": ttft, "hits": hits1 - hits0, "queries": queries1 - queries0})
+                history += [{"role": "user", "content": turn.text, "sent": messages[-1]["content"]},
+                            {"role": "assistant", "content": turn.answer}]
+    return rows
+
+
+def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
+    later = [r for r in rows if r["turn"] >= 2]
+    first = [r for r in rows if r["turn"] == 1]
+    queries = sum(r["queries"] for r in later)
+    return {"turns": len(rows), "later_turns": len(later),
+            "hit_rate_turn2plus": round(sum(r["hits"] for r in later) / queries, 3) if queries else None,
+            "prompt_tokens_turn2plus_mean": round(queries / len(later), 1) if later else None,
+            "ttft_ms_turn1": pct([r["ttft_ms"] for r in first], 50, 95),
+            "ttft_ms_turn2plus": pct([r["ttft_ms"] for r in later], 50, 95),
+            "hit_rate_by_turn": {str(t): round(sum(r["hits"] for r in rows if r["turn"] == t)
+                                               / max(1.0, sum(r["queries"] for r in rows if r["turn"] == t)), 3)
+                                 for t in range(1, TURNS[1] + 1) if any(r["turn"] == t for r in rows)}}
+
+
+def server_args(settings, caching: bool) -> str:
+    args = [a for a in settings.vllm_args.split() if a not in ("--enable-prefix-caching", "--no-enable-prefix-caching")]
+    return " ".join(args + ["--enable-prefix-caching" if caching else "--no-enable-prefix-caching"])
+
+
+def run(settings, n: int, log: Callable[[str], None], before: int | None = None, logs_dir=None) -> dict[str, Any]:
+    """The three passes on two servers started one after the other on a free port (stopped on the way out)."""
+    from tandem.llm_server import LLMServer
+    from tandem.processes import free_port
+
+    convs = conversations(n)
+    before_convs = convs[:n if before is None else min(before, n)]
+    result: dict[str, Any] = {"conversations": n, "turns": sum(len(c) for c in convs),
+                              "before_conversations": len(before_convs), "max_tokens": 1,
+                              "sets": "demo shop (dev + held-out) and Bitext held-out, alternating"}
+    for caching in (True, False):
+        port = free_port()
+        server_settings = settings.model_copy(update={"vllm_args": server_args(settings, caching),
+                                                       "llm_url": f"http://127.0.0.1:{port}/v1"})
+        server = LLMServer(server_settings, port=port, log_path=(logs_dir / f"vllm-prefix-{caching}.log")
+                           if logs_dir else None)
+        began = time.perf_counter()
+        try:
+            server.start(timeout=600)
+            log(f"  prefix reuse: vLLM with prefix caching {'on' if caching else 'off'} ready after "
+                f"{time.perf_counter() - began:.0f} s ({server.model})")
+            result["model"] = server.model
+            passes = ["before", "served"] if caching else ["served"]
+            for layout in passes:
+                began = time.perf_counter()
+                rows = replay(server.url, server.model, before_convs if layout == "before" else convs, layout)
+                key = f"{layout}_caching_{'on' if caching else 'off'}"
+                result[key] = {**summarize(rows), "seconds": round(time.perf_counter() - began, 1)}
+                log(f"  prefix reuse {key}: {result[key]}")
+        finally:
+            server.stop()
+    on, off = result.get("served_caching_on"), result.get("served_caching_off")
+    if on and off and on["ttft_ms_turn2plus"]["p50"] and off["ttft_ms_turn2plus"]["p50"]:
+        result["ttft_turn2plus_p50_off_over_on"] = round(off["ttft_ms_turn2plus"]["p50"]
+                                                         / on["ttft_ms_turn2plus"]["p50"], 2)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import os
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m bench.prefix_reuse", description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=200, help="conversations replayed (3-6 turns each)")
+    parser.add_argument("--before", type=int, default=None,
+                        help="conversations of the 'before' pass (default: all)")
+    parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from core.settings import get_settings
+
+    began = time.perf_counter()
+    result = run(get_settings(), args.conversations, lambda m: print(m, flush=True), args.before)
+    result["duration_s"] = round(time.perf_counter() - began, 1)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
