@@ -12,9 +12,10 @@ time to first token is the prompt's prefill, which the cache shortens.
 Requests go one at a time, so the difference of vLLM's counters (vllm:prefix_cache_hits_total and
 vllm:prefix_cache_queries_total) read before and after a request is that request's. Three passes:
 ``before`` (the layout before issue 42: the last 4 messages, cut at 500 characters, without their context) and
-``served`` on a server with prefix caching on, then ``served`` again on a server started with
---no-enable-prefix-caching (time to first token side by side). ``before`` runs first, so its prompts find nothing
-of ``served`` in the cache; ``served`` shares no prompt of ``before`` beyond the first turn.
+``served`` on a server with prefix caching on, and ``served`` on a second server started with
+--no-enable-prefix-caching, each conversation on both in turn (time to first token side by side). ``before`` runs
+first, so its prompts find nothing of ``served`` in the cache; ``served`` shares no prompt of ``before`` beyond the
+first turn (whose hit rate is therefore not reported as the conversation's).
 """
 
 from __future__ import annotations
@@ -94,34 +95,40 @@ def counters(client: httpx.Client, base_url: str) -> tuple[float, float]:
     return metrics.prefix_cache_hits or 0.0, metrics.prefix_cache_queries or 0.0
 
 
-def first_token_ms(client: httpx.Client, base_url: str, model: str, messages: list[dict[str, str]]) -> float:
-    body = {"model": model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "stream": True}
+def first_token(client: httpx.Client, base_url: str, model: str, messages: list[dict[str, str]]) -> tuple[float, int]:
+    """Time to the first token in ms, and the prompt's tokens (the usage chunk)."""
+    body = {"model": model, "messages": messages, "max_tokens": 1, "temperature": 0.0, "stream": True,
+            "stream_options": {"include_usage": True}}
     started = time.perf_counter()
+    ttft = None
+    prompt_tokens = 0
     with client.stream("POST", base_url.rstrip("/") + "/chat/completions", json=body, timeout=120) as response:
         response.raise_for_status()
         for line in response.iter_lines():
-            if line.startswith("data: ") and line != "data: [DONE]":
-                choices = json.loads(line[6:]).get("choices") or []
-                if choices and (choices[0].get("delta") or {}).get("content") is not None:
-                    return (time.perf_counter() - started) * 1000
-    return (time.perf_counter() - started) * 1000
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            choices = chunk.get("choices") or []
+            if ttft is None and choices and (choices[0].get("delta") or {}).get("content") is not None:
+                ttft = (time.perf_counter() - started) * 1000
+            prompt_tokens = int((chunk.get("usage") or {}).get("prompt_tokens") or prompt_tokens)
+    return (ttft if ttft is not None else (time.perf_counter() - started) * 1000), prompt_tokens
 
 
-def replay(base_url: str, model: str, convs: list[list[Turn]], layout: str) -> list[dict[str, float]]:
-    """Every turn of every conversation, one request at a time: per turn its number, TTFT and the counter deltas."""
+def replay(client: httpx.Client, base_url: str, model: str, conv: list[Turn], layout: str) -> list[dict[str, float]]:
+    """One conversation, one request at a time: per turn its number, TTFT, prompt tokens and the counter deltas."""
     build = LAYOUTS[layout]
     rows = []
-    with httpx.Client() as client:
-        for conv in convs:
-            history: list[dict[str, str]] = []
-            for number, turn in enumerate(conv, start=1):
-                messages = build(turn.text, turn.hits, history)
-                hits0, queries0 = counters(client, base_url)
-                ttft = first_token_ms(client, base_url, model, messages)
-                hits1, queries1 = counters(client, base_url)
-                rows.append({"turn": number, "ttft_ms": ttft, "hits": hits1 - hits0, "queries": queries1 - queries0})
-                history += [{"role": "user", "content": turn.text, "sent": messages[-1]["content"]},
-                            {"role": "assistant", "content": turn.answer}]
+    history: list[dict[str, str]] = []
+    for number, turn in enumerate(conv, start=1):
+        messages = build(turn.text, turn.hits, history)
+        hits0, queries0 = counters(client, base_url)
+        ttft, prompt_tokens = first_token(client, base_url, model, messages)
+        hits1, queries1 = counters(client, base_url)
+        rows.append({"turn": number, "ttft_ms": ttft, "prompt_tokens": prompt_tokens, "hits": hits1 - hits0,
+                     "queries": queries1 - queries0})
+        history += [{"role": "user", "content": turn.text, "sent": messages[-1]["content"]},
+                    {"role": "assistant", "content": turn.answer}]
     return rows
 
 
@@ -131,7 +138,9 @@ def summarize(rows: list[dict[str, float]]) -> dict[str, Any]:
     queries = sum(r["queries"] for r in later)
     return {"turns": len(rows), "later_turns": len(later),
             "hit_rate_turn2plus": round(sum(r["hits"] for r in later) / queries, 3) if queries else None,
-            "prompt_tokens_turn2plus_mean": round(queries / len(later), 1) if later else None,
+            "prompt_tokens_turn2plus_mean": round(sum(r["prompt_tokens"] for r in later) / len(later), 1)
+            if later else None,
+            "prompt_tokens_turn2plus_max": max((r["prompt_tokens"] for r in later), default=None),
             "ttft_ms_turn1": pct([r["ttft_ms"] for r in first], 50, 95),
             "ttft_ms_turn2plus": pct([r["ttft_ms"] for r in later], 50, 95),
             "hit_rate_by_turn": {str(t): round(sum(r["hits"] for r in rows if r["turn"] == t)
@@ -144,8 +153,12 @@ def server_args(settings, caching: bool) -> str:
     return " ".join(args + ["--enable-prefix-caching" if caching else "--no-enable-prefix-caching"])
 
 
-def run(settings, n: int, log: Callable[[str], None], before: int | None = None, logs_dir=None) -> dict[str, Any]:
-    """The three passes on two servers started one after the other on a free port (stopped on the way out)."""
+def run(settings, n: int, log: Callable[[str], None], before: int | None = None, logs_dir=None,
+        budget_s: float | None = None) -> dict[str, Any]:
+    """Two servers, started one after the other on free ports (stopped on the way out): prefix caching on and off.
+    The ``before`` pass runs first on the one with caching on; then each conversation is replayed on one and at once
+    on the other, so a busy spell of the machine weighs on both sides alike. Past ``budget_s`` of replay no further
+    conversation starts; ``conversations_replayed`` says how many were."""
     from tandem.llm_server import LLMServer
     from tandem.processes import free_port
 
@@ -154,31 +167,47 @@ def run(settings, n: int, log: Callable[[str], None], before: int | None = None,
     result: dict[str, Any] = {"conversations": n, "turns": sum(len(c) for c in convs),
                               "before_conversations": len(before_convs), "max_tokens": 1,
                               "sets": "demo shop (dev + held-out) and Bitext held-out, alternating"}
-    for caching in (True, False):
-        port = free_port()
-        server_settings = settings.model_copy(update={"vllm_args": server_args(settings, caching),
-                                                       "llm_url": f"http://127.0.0.1:{port}/v1"})
-        server = LLMServer(server_settings, port=port, log_path=(logs_dir / f"vllm-prefix-{caching}.log")
-                           if logs_dir else None)
-        began = time.perf_counter()
-        try:
-            server.start(timeout=600)
+    servers: dict[bool, Any] = {}
+    try:
+        for caching in (True, False):
+            port = free_port()
+            server_settings = settings.model_copy(update={"vllm_args": server_args(settings, caching),
+                                                           "llm_url": f"http://127.0.0.1:{port}/v1"})
+            log_path = logs_dir / f"vllm-prefix-{'on' if caching else 'off'}.log" if logs_dir else None
+            servers[caching] = LLMServer(server_settings, port=port, log_path=log_path)
+            began = time.perf_counter()
+            servers[caching].start(timeout=600)
             log(f"  prefix reuse: vLLM with prefix caching {'on' if caching else 'off'} ready after "
-                f"{time.perf_counter() - began:.0f} s ({server.model})")
-            result["model"] = server.model
-            passes = ["before", "served"] if caching else ["served"]
-            for layout in passes:
-                began = time.perf_counter()
-                rows = replay(server.url, server.model, before_convs if layout == "before" else convs, layout)
-                key = f"{layout}_caching_{'on' if caching else 'off'}"
-                result[key] = {**summarize(rows), "seconds": round(time.perf_counter() - began, 1)}
-                log(f"  prefix reuse {key}: {result[key]}")
-        finally:
+                f"{time.perf_counter() - began:.0f} s ({servers[caching].model})")
+        on, off = servers[True], servers[False]
+        result["model"] = on.model
+        rows: dict[str, list[dict[str, float]]] = {"before_caching_on": [], "served_caching_on": [],
+                                                   "served_caching_off": []}
+        began = time.perf_counter()
+        with httpx.Client() as client:
+            for conv in before_convs:
+                rows["before_caching_on"] += replay(client, on.url, on.model, conv, "before")
+            result["conversations_replayed"] = 0
+            for i, conv in enumerate(convs, start=1):
+                if budget_s is not None and time.perf_counter() - began > budget_s:
+                    log(f"  prefix reuse: budget of {budget_s:.0f} s spent after {i - 1} conversations")
+                    break
+                result["conversations_replayed"] = i
+                rows["served_caching_on"] += replay(client, on.url, on.model, conv, "served")
+                rows["served_caching_off"] += replay(client, off.url, off.model, conv, "served")
+                if i % 25 == 0:
+                    log(f"  prefix reuse: {i}/{len(convs)} conversations ({time.perf_counter() - began:.0f} s)")
+        result["replay_s"] = round(time.perf_counter() - began, 1)
+        for key, got in rows.items():
+            result[key] = summarize(got)
+            log(f"  prefix reuse {key}: {result[key]}")
+    finally:
+        for server in servers.values():
             server.stop()
-    on, off = result.get("served_caching_on"), result.get("served_caching_off")
-    if on and off and on["ttft_ms_turn2plus"]["p50"] and off["ttft_ms_turn2plus"]["p50"]:
-        result["ttft_turn2plus_p50_off_over_on"] = round(off["ttft_ms_turn2plus"]["p50"]
-                                                         / on["ttft_ms_turn2plus"]["p50"], 2)
+    on_ttft = (result.get("served_caching_on") or {}).get("ttft_ms_turn2plus", {}).get("p50")
+    off_ttft = (result.get("served_caching_off") or {}).get("ttft_ms_turn2plus", {}).get("p50")
+    if on_ttft and off_ttft:
+        result["ttft_turn2plus_p50_off_over_on"] = round(off_ttft / on_ttft, 2)
     return result
 
 
@@ -192,13 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=int, default=None,
                         help="conversations of the 'before' pass (default: all)")
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
+    parser.add_argument("--budget-s", type=float, default=None, help="start no conversation after this many seconds")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from core.settings import get_settings
 
     began = time.perf_counter()
-    result = run(get_settings(), args.conversations, lambda m: print(m, flush=True), args.before)
+    result = run(get_settings(), args.conversations, lambda m: print(m, flush=True), args.before,
+                 budget_s=args.budget_s)
     result["duration_s"] = round(time.perf_counter() - began, 1)
     text = json.dumps(result, indent=1)
     print(text)
