@@ -211,6 +211,30 @@ def run(settings, n: int, log: Callable[[str], None], before: int | None = None,
     return result
 
 
+def table(reuse: dict[str, Any]) -> list[str]:
+    """Markdown lines: turns 2 and later, per pass (the README's bench section and "Conversation prefix reuse")."""
+    lines = [f"Conversation prefix reuse: {reuse.get('conversations_replayed', reuse.get('conversations'))} "
+             f"conversations ({reuse.get('sets')}), 3-6 turns, one request at a time, `{reuse.get('model')}`, "
+             "max_tokens 1 (time to first token = prefill); hit rate = vLLM's prefix_cache_hits / queries, in "
+             "prompt tokens:", "",
+             "| pass | turns 2+ | prompt tokens, mean (max) | prefix-cache hit rate | TTFT p50 ms | TTFT p95 ms |",
+             "|---|---|---|---|---|---|"]
+    labels = (("before_caching_on", "layout before issue 42, caching on"), ("served_caching_on", "served layout, "
+              "caching on"), ("served_caching_off", "served layout, --no-enable-prefix-caching"))
+    for key, label in labels:
+        row = reuse.get(key) or {}
+        if not row:
+            continue
+        rate = row.get("hit_rate_turn2plus")
+        lines.append(f"| {label} | {row.get('later_turns')} | {row.get('prompt_tokens_turn2plus_mean')} "
+                     f"({row.get('prompt_tokens_turn2plus_max')}) | {'–' if rate is None else f'{rate:.1%}'} | "
+                     f"{(row.get('ttft_ms_turn2plus') or {}).get('p50')} | {(row.get('ttft_ms_turn2plus') or {}).get('p95')} |")
+    if reuse.get("ttft_turn2plus_p50_off_over_on"):
+        lines += ["", f"Time to first token of turns 2+, p50, caching off / on: "
+                  f"**{reuse['ttft_turn2plus_p50_off_over_on']}x**."]
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
@@ -233,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     result["duration_s"] = round(time.perf_counter() - began, 1)
     text = json.dumps(result, indent=1)
     print(text)
+    print("\n".join(table(result)))
     if args.out:
         args.out.write_text(text + "\n")
     return 0
