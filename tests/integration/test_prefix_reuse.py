@@ -1,5 +1,6 @@
 """Conversation prefix reuse against the real vLLM server (CPU build): a conversation's second turn, through the
-service with its real database, gets its earlier prompt from vLLM's prefix cache (vLLM's own counters)."""
+service with its real database, gets its earlier prompt from vLLM's prefix cache (vLLM's own counters), whether the
+history is the session's stored one (chat UI, /api/v1) or the one an OpenAI client sends (/v1)."""
 
 from __future__ import annotations
 
@@ -37,25 +38,33 @@ def system_prompt_tokens(url: str, model: str) -> int:
     return int(httpx.post(url.removesuffix("/v1") + "/tokenize", json=body, timeout=10).json()["count"])
 
 
-def test_a_second_turn_gets_the_whole_first_prompt_not_just_the_system_prompt_from_vllms_prefix_cache(llm_settings, db, demo_kb):
+@pytest.mark.parametrize("history_from", ["session", "client"])
+def test_a_second_turn_gets_the_whole_first_prompt_not_just_the_system_prompt_from_vllms_prefix_cache(
+        llm_settings, db, demo_kb, history_from):
     runtime = make_runtime(llm_settings, db, demo_kb, use_llm=True)
+    session_id = f"prefix-{history_from}"
+    question = f"How do I return a kettle that arrived broken? ({history_from})"  # each run a prompt of its own
     try:
         runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
-        ask = lambda text: runtime.service.answer(ChatRequest(  # noqa: E731
-            message=text, user_id="pat", customer="pat", session_id="prefix-1", channel="api", temperature=0.0))
-        first = ask("How do I return a kettle that arrived broken?")
+        ask = lambda text, history=None: runtime.service.answer(ChatRequest(  # noqa: E731
+            message=text, user_id="pat", customer="pat", session_id=session_id, channel="api", temperature=0.0,
+            history=history))
+        first = ask(question)
+        # An OpenAI client sends the conversation as it saw it: its message and the answer it got, nothing else.
+        history = ([{"role": "user", "content": question}, {"role": "assistant", "content": first.answer}]
+                   if history_from == "client" else None)
         before = counters(llm_settings.llm_url)
-        second = ask("And how long until I get my money back?")
+        second = ask("And how long until I get my money back?", history)
         after = counters(llm_settings.llm_url)
         with runtime.db.session() as session:
-            stored = session.exec(select(ChatMessage).where(ChatMessage.session_id == "prefix-1")
+            stored = session.exec(select(ChatMessage).where(ChatMessage.session_id == session_id)
                                   .order_by(ChatMessage.id)).all()  # type: ignore[arg-type]
     finally:
         runtime.policy.save({"route_threshold": llm_settings.route_threshold}, "test", "back to defaults")
         runtime.close()
     assert first.model and second.model, (first.reasons, second.reasons)  # both turns were sent to the LLM
     assert stored[0].sent and stored[0].sent.startswith("Help-center context:\n")
-    assert "<<<\nHow do I return a kettle that arrived broken?\n>>>" in stored[0].sent
+    assert f"<<<\n{question}\n>>>" in stored[0].sent
     hits, queries = after[0] - before[0], after[1] - before[1]
     assert queries >= second.prompt_tokens > 0
     assert hits > system_prompt_tokens(llm_settings.llm_url, second.model), (hits, queries)
