@@ -138,10 +138,11 @@ def context_block(hits: Sequence[Any], limit: int = 3) -> str:
     return "\n".join(lines) or "(no relevant help-center entry)"
 
 
-# What an LLM prompt keeps of the earlier conversation, in estimated tokens (CJK characters count one each, other
-# text one per four characters): whole turns, the oldest dropped first. With the system prompt (~110 tokens), this
-# turn's message and context (~300-500) and the answer (TANDEM_LLM_MAX_TOKENS), a prompt stays well inside the
-# 2,048-token window the CPU models are served with.
+# What an LLM prompt keeps of the earlier conversation, in estimated tokens (a CJK character counts two, other text
+# one per four characters): whole turns, the oldest dropped first. With the system prompt (~110 tokens), this turn's
+# message and context (~300-500) and the answer (TANDEM_LLM_MAX_TOKENS), a prompt stays inside the 2,048-token window
+# the CPU models are served with. Two per CJK character is SmolLM2's byte-level tokenizer (Qwen spends about one):
+# 6-turn Chinese conversations of the demo shop reached 2,491 SmolLM2 tokens at one per character, 1,502 at two.
 HISTORY_TOKENS = 1000
 # Dropped together: one turn at a time would move the prompt's start, and lose the whole cached prefix, on every turn
 # once a conversation is over the budget; two at a time keeps the same start for at least every second turn.
@@ -151,7 +152,7 @@ _CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
 
 def estimated_tokens(text: str) -> int:
     cjk = len(_CJK.findall(text))
-    return cjk + (len(text) - cjk + 3) // 4
+    return 2 * cjk + (len(text) - cjk + 3) // 4
 
 
 def conversation(history: Sequence[dict[str, str]], budget: int = HISTORY_TOKENS) -> list[dict[str, str]]:
