@@ -209,8 +209,7 @@ class TandemService:
             error=scrub("; ".join(filter(None, [turn.error, *request.attachment_errors])))[:2000],
             kb_version=turn.kb_version, settings_version=turn.thresholds.version)
         # Conversation memory is masked like the log: follow-ups need the topic, not the order number.
-        # What the LLM got as this turn's message (the chain's own prompt), for the next turns' prompts to repeat.
-        sent = scrub(self.chain.llm_request(turn)[-1]["content"]) if turn.model and turn.text else None
+        sent = scrub(self._sent(turn)) or None if turn.model and turn.text else None
         extra: list[Any] = [
             ChatMessage(session_id=request.session_id, role="user", content=scrub(said), sent=sent, request_id=row.id),
             ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer, request_id=row.id),
@@ -255,6 +254,14 @@ class TandemService:
             self.last_log_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}"
             metrics.LOG_WRITE_FAILURES.inc()
             return False
+
+    def _sent(self, turn: Turn) -> str:
+        """What the LLM got as this turn's message (the chain's own prompt), for the next turns' prompts to repeat;
+        "" if it cannot be rebuilt (the row is logged all the same, and the next prompt repeats the message alone)."""
+        try:
+            return self.chain.llm_request(turn)[-1]["content"]
+        except Exception:  # noqa: BLE001  (logging must not fail on a prompt it only keeps for later)
+            return ""
 
     def history(self, session_id: str, limit: int = HISTORY_MESSAGES) -> list[dict[str, str]]:
         """The session's last ``limit`` messages, oldest first; a user message the LLM answered carries ``sent``
