@@ -57,7 +57,7 @@ class Refusal(Exception):
         return openai_error(self.status, self.message, param=self.param, headers=self.headers)
 
 
-MAX_HISTORY_MESSAGES = 20   # earlier messages kept from an OpenAI request (the prompt uses the last 4)
+MAX_HISTORY_MESSAGES = 40   # earlier messages kept from an OpenAI request (the prompt keeps what fits its budget)
 MAX_HISTORY_CHARS = 2000    # characters kept of each
 
 
@@ -94,7 +94,7 @@ class OpenAIServing:
                 errors.append(str(exc))
             finally:
                 Path(path).unlink(missing_ok=True)
-        # Capped: an OpenAI client writes the whole history itself, and a prompt holds only the last few turns.
+        # Capped: an OpenAI client writes the whole history itself, and a prompt holds only the turns its budget fits.
         history = [{"role": m.role, "content": _text_of(m)[:MAX_HISTORY_CHARS]} for m in body.messages[:-1]
                    if m.role in ("user", "assistant") and _text_of(m)][-MAX_HISTORY_MESSAGES:]
         kinds = (["text"] if text.strip() else []) + (["attachment"] if files else [])

@@ -90,6 +90,7 @@ def markdown(result: dict) -> str:
     lines += _policy_lines(result)
     lines += _throughput_lines(result)
     lines += _replica_lines(result)
+    lines += _prefix_lines(result)
     lines += _budget_lines(result)
     return "\n".join(lines)
 
@@ -290,6 +291,12 @@ def _replica_lines(result: dict) -> list[str]:
                   "messages were skipped because their first answer was not the small tier's (e.g. an LLM "
                   "fallback, which is never cached)."]
     return lines
+
+
+def _prefix_lines(result: dict) -> list[str]:
+    from bench.prefix_reuse import table
+
+    return ["", *table(result["prefix_reuse"])] if result.get("prefix_reuse") else []
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

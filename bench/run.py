@@ -5,7 +5,9 @@ stage, in process, over the demo KB;  2. end-to-end latency per route through a 
 real `LLMServer` (vLLM), then the vLLM server alone at 1/8/32 streaming clients;  3. hybrid vs always-LLM vs
 always-small on HINT3 and Bitext + tau-bench;  4. throughput at 1/8/32/64 clients with the app's memory, then the
 same app on torch at 8 clients (served backend / torch), then 2 replicas behind nginx vs 1 on a loopback cluster;
-5. cold start. Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
+5. cold start;  6. conversation prefix reuse: multi-turn conversations replayed on vLLM with prefix caching on, then
+on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`).
+Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
 """
@@ -160,7 +162,18 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     app.stop()
     gc.collect()
     _replicas(result, sizes, clock, settings, small_pool)
+    _prefix_reuse(result, sizes, clock, settings, homes)
     return llm_server, app
+
+
+def _prefix_reuse(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
+    """6. Conversation prefix reuse on two vLLM servers of its own, started one after the other."""
+    from bench import prefix_reuse
+
+    reuse = _section(result, "prefix_reuse", clock, prefix_reuse.run, settings, sizes.prefix_conversations, log,
+                     sizes.prefix_before_conversations, homes["logs"])
+    if reuse:
+        result["prefix_reuse"] = reuse
 
 
 def _encoders(result: dict, sizes, clock: Clock, homes: dict, tmp: Path) -> None:

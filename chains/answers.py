@@ -138,27 +138,66 @@ def context_block(hits: Sequence[Any], limit: int = 3) -> str:
     return "\n".join(lines) or "(no relevant help-center entry)"
 
 
+# What an LLM prompt keeps of the earlier conversation, in estimated tokens (a CJK character counts two, other text
+# one per four characters): whole turns, the oldest dropped first. With the system prompt (~110 tokens), this turn's
+# message and context (~300-500) and the answer (TANDEM_LLM_MAX_TOKENS), a prompt stays inside the 2,048-token window
+# the CPU models are served with. Two per CJK character is SmolLM2's byte-level tokenizer (Qwen spends about one):
+# 6-turn Chinese conversations of the demo shop reached 2,491 SmolLM2 tokens at one per character, 1,502 at two.
+HISTORY_TOKENS = 1000
+# Dropped together: one turn at a time would move the prompt's start, and lose the whole cached prefix, on every turn
+# once a conversation is over the budget; two at a time keeps the same start for at least every second turn.
+DROP_TURNS = 2
+_CJK = re.compile(r"[\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def estimated_tokens(text: str) -> int:
+    cjk = len(_CJK.findall(text))
+    return 2 * cjk + (len(text) - cjk + 3) // 4
+
+
+def conversation(history: Sequence[dict[str, str]], budget: int = HISTORY_TOKENS) -> list[dict[str, str]]:
+    """The earlier turns as the LLM got them: each user turn as it was sent (``sent``: with the help-center context
+    of its own turn, where the turn went to the LLM; else the customer's message), each answer in full, in order.
+    Whole turns only (a turn starts at a user message). Over ``budget``, the oldest turns go, DROP_TURNS at a time
+    (counted from the start of ``history``), so the prompts of the next turns start at the same turn again; no turn
+    is cut, so a prompt repeats the previous one's conversation byte for byte and vLLM reuses its KV state."""
+    messages = [{"role": t["role"], "content": t.get("sent") or t["content"]} for t in history
+                if t.get("role") in ("user", "assistant") and (t.get("sent") or t.get("content"))]
+    starts = [i for i, m in enumerate(messages) if m["role"] == "user"] + [len(messages)]
+    sizes = [sum(estimated_tokens(m["content"]) for m in messages[a:b]) for a, b in zip(starts, starts[1:])]
+    first = 0
+    while first < len(sizes) and sum(sizes[first:]) > budget:
+        first += DROP_TURNS
+    return messages[starts[min(first, len(sizes))]:]
+
+
+def llm_task(query: str, hits: Sequence[Any], draft: str | None = None, rewrite_context: int = 1) -> str:
+    """This turn's user message: the help-center context, the draft to rewrite where there is one, the customer's
+    message in its fence and the reply language. It is the last message of the prompt (the per-turn part), and the
+    next turn's prompt repeats it as it was sent (``sent`` in the history)."""
+    return (f"Help-center context:\n{context_block(hits, rewrite_context if draft else 3)}\n\n"
+            + (f"Draft answer to improve (keep its facts):\n{strip_planted_instructions(draft)}\n\n" if draft else "")
+            + f"Customer message:\n<<<\n{query}\n>>>\n\n"
+            # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
+            + f"Reply in {REPLY_LANGUAGE[language_of(query)]}.")
+
+
 def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
                  draft: str | None = None, rewrite_context: int = 1) -> list[dict[str, str]]:
     """Messages for the LLM: rewrite the draft when there is one, else answer from the context.
 
-    The stable parts come first (system prompt, then the conversation) and the per-turn context last, so each turn's
-    prompt extends the previous one's prefix. A rewrite sees only its draft (the top answer), not the runners-up
+    The stable parts come first (system prompt, then the conversation as it was sent: :func:`conversation`) and the
+    per-turn context last, in the last user message (:func:`llm_task`), so each turn's prompt extends the previous
+    one's: turn n+1 starts with turn n's messages, byte for byte, and vLLM serves that prefix from its cache
+    (README "Conversation prefix reuse"). A rewrite sees only its draft (the top answer), not the runners-up
     (``rewrite_context`` answers; the experiment measured 3 too).
     The labels and the fence are kept out of what a customer reads by the answer checks (chains/verify.py: an echo
     of them is a defect). Measured on the demo shop's development messages with Qwen2.5-0.5B
     (scripts/prompt_shape_experiment.py): this shape served 5 of 30 LLM answers that passed every check, against 2
     of 30 with the customer's message as a user turn of its own and the help-center text in a system turn before it.
     """
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
-    messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
-    task = (f"Help-center context:\n{context_block(hits, rewrite_context if draft else 3)}\n\n"
-            + (f"Draft answer to improve (keep its facts):\n{strip_planted_instructions(draft)}\n\n" if draft else "")
-            + f"Customer message:\n<<<\n{query}\n>>>\n\n"
-            # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
-            + f"Reply in {REPLY_LANGUAGE[language_of(query)]}.")
-    messages.append({"role": "user", "content": task})
-    return messages
+    return [{"role": "system", "content": SYSTEM_PROMPT}, *conversation(history),
+            {"role": "user", "content": llm_task(query, hits, draft, rewrite_context)}]
 
 
 def llm_messages_system_turn(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],

@@ -37,6 +37,8 @@ from storage.db import Database
 from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestLog, new_id, utcnow
 
 LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
+# Earlier messages a turn reads from its session: 20 turns; the prompt keeps what fits its budget (chains/answers.py).
+HISTORY_MESSAGES = 40
 
 
 @dataclass(slots=True)
@@ -137,8 +139,8 @@ class TandemService:
             turn.request = request = request.model_copy(update={"session_id": new_id()})
             turn.new_session = True
             turn.note("session", "new session", reason="the session id belongs to another caller")
-        if request.history is not None:
-            turn.history = list(request.history)
+        if request.history is not None:  # an OpenAI client writes the history: the stored one says what was sent
+            turn.history = with_sent(request.history, [] if turn.new_session else self.history(request.session_id))
         elif not turn.new_session:  # a session minted for this request has nothing to read
             turn.history = self.history(request.session_id)
         return turn
@@ -238,8 +240,9 @@ class TandemService:
             error=scrub("; ".join(filter(None, [turn.error, *request.attachment_errors])))[:2000],
             kb_version=turn.kb_version, settings_version=turn.thresholds.version)
         # Conversation memory is masked like the log: follow-ups need the topic, not the order number.
+        sent = scrub(self._sent(turn)) or None if turn.model and turn.text else None
         extra: list[Any] = [
-            ChatMessage(session_id=request.session_id, role="user", content=scrub(said), request_id=row.id),
+            ChatMessage(session_id=request.session_id, role="user", content=scrub(said), sent=sent, request_id=row.id),
             ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer, request_id=row.id),
         ]
         if turn.handoff:  # the answer check handed the conversation over: it lands in the console's queue
@@ -285,7 +288,17 @@ class TandemService:
             metrics.LOG_WRITE_FAILURES.inc()
             return False
 
-    def history(self, session_id: str, limit: int = 6) -> list[dict[str, str]]:
+    def _sent(self, turn: Turn) -> str:
+        """What the LLM got as this turn's message (the chain's own prompt), for the next turns' prompts to repeat;
+        "" if it cannot be rebuilt (the row is logged all the same, and the next prompt repeats the message alone)."""
+        try:
+            return self.chain.llm_request(turn)[-1]["content"]
+        except Exception:  # noqa: BLE001  (logging must not fail on a prompt it only keeps for later)
+            return ""
+
+    def history(self, session_id: str, limit: int = HISTORY_MESSAGES) -> list[dict[str, str]]:
+        """The session's last ``limit`` messages, oldest first; a user message the LLM answered carries ``sent``
+        (the message as the LLM got it). The prompt keeps what fits its budget (chains/answers.py conversation)."""
         if not session_id:
             return []
         try:
@@ -294,7 +307,7 @@ class TandemService:
                                     .order_by(ChatMessage.id.desc()).limit(limit)).all()  # type: ignore[union-attr]
         except Exception:
             return []
-        return [{"role": r.role, "content": r.content} for r in reversed(rows)]
+        return [{"role": r.role, "content": r.content, **({"sent": r.sent} if r.sent else {})} for r in reversed(rows)]
 
     def feedback(self, request_id: str, rating: int, comment: str = "", user_id: str = "") -> None:
         with self.db.session() as session:
@@ -318,6 +331,20 @@ class TandemService:
     def status(self) -> dict[str, Any]:
         return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
+
+
+def with_sent(history: list[dict[str, str]], stored: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A client's history (an OpenAI client writes it) with each user message the session stored as sent to the LLM
+    marked so (``sent``): the same customer text, matched by content. Texts the client changed match nothing and
+    go to the prompt as the client wrote them."""
+    sent = {t["content"]: t["sent"] for t in stored if t.get("role") == "user" and t.get("sent")}
+    out = []
+    for t in history:  # a client's own "sent" is dropped: only the service says what the LLM got
+        turn = {k: v for k, v in t.items() if k != "sent"}
+        if turn.get("role") == "user" and turn.get("content") in sent:
+            turn["sent"] = sent[turn["content"]]
+        out.append(turn)
+    return out
 
 
 def _open_or_touch_sessions(session: Any, batch: list[_PendingRow]) -> None:

@@ -34,7 +34,7 @@ port=${GPU_CHECK_PORT:-8011}
 log=$(mktemp /tmp/gpu_check_vllm.XXXX.log)
 say "vllm serve $model on :$port (vLLM $vllm_version) ..."
 "$VENV_GPU/bin/vllm" serve "$model" --served-model-name "$served" --host 127.0.0.1 --port "$port" \
-  --max-model-len 2048 --scheduling-policy priority --gpu-memory-utilization 0.5 >"$log" 2>&1 &
+  --max-model-len 2048 --scheduling-policy priority --enable-prefix-caching --gpu-memory-utilization 0.5 >"$log" 2>&1 &
 vllm_pid=$!
 trap 'kill $vllm_pid 2>/dev/null; wait $vllm_pid 2>/dev/null' EXIT
 for _ in $(seq 1 120); do

