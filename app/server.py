@@ -132,7 +132,7 @@ def create_app(settings: Settings | None = None, runtime_factory: Callable[[], R
     settings = settings or get_settings()
     media = media or MediaReader(settings)
     app = create_api(settings, runtime_factory, media, warm)
-    blocks = build_ui(lambda: available_runtime(app.state), media, app.state.gate)
+    blocks = build_ui(lambda: available_runtime(app.state), media, app.state.gate, settings.shop_name)
     blocks.queue(default_concurrency_limit=32)
     hard_limit_mb = max(50, int(settings.max_upload_mb * HARD_UPLOAD_FACTOR))
     return gr.mount_gradio_app(app, blocks, path="/", theme=theme(), css=CSS, footer_links=[],

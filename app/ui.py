@@ -32,7 +32,6 @@ from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 from chains.tiers.clarify import OTHER
 from core.exposure import is_loopback
 
-BRAND = "Northwind Goods support"
 PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
                "or record a voice message.")
 
@@ -49,9 +48,9 @@ details.why { font-size:12px; margin-top:4px; opacity:.85; }
 details.why ul { margin:4px 0 0 16px; }
 """
 
-HEADER = f"""
-<div class="nw-header"><div class="nw-logo">N</div>
-<div><p class="nw-title">{BRAND}</p>
+HEADER = """
+<div class="nw-header"><div class="nw-logo">{initial}</div>
+<div><p class="nw-title">{title}</p>
 <p class="nw-sub">Orders, returns, delivery and account help, around the clock.</p></div></div>
 """
 
@@ -326,17 +325,19 @@ class ChatHandlers:
             return []
 
 
-def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Gate) -> gr.Blocks:
-    """The Blocks app (not launched). Theme and CSS are given where it is mounted (Gradio 6)."""
+def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Gate, shop: str) -> gr.Blocks:
+    """The Blocks app (not launched), titled for ``shop`` (TANDEM_SHOP_NAME). Theme and CSS are given where it is
+    mounted (Gradio 6)."""
     handlers = ChatHandlers(runtime, reader, gate)
-    with gr.Blocks(title=BRAND, fill_height=True) as demo:
+    title = f"{shop} support"
+    with gr.Blocks(title=title, fill_height=True) as demo:
         session_id = gr.State("")
         request_ids = gr.State({})  # chatbot message index -> request id, for thumbs and hand-off
         with gr.Row():
-            gr.HTML(HEADER)
+            gr.HTML(HEADER.format(initial=html.escape(shop[:1].upper()), title=html.escape(title)))
             picked = gr.Dropdown(label="Signed in as (demo customers)", choices=[""], value="",
                                  allow_custom_value=False, elem_id="signed-in-as", scale=0, min_width=220)
-        chatbot = gr.Chatbot(label=BRAND, elem_id="chat", height=520, placeholder=PLACEHOLDER,
+        chatbot = gr.Chatbot(label=title, elem_id="chat", height=520, placeholder=PLACEHOLDER,
                              feedback_options=("Like", "Dislike"), buttons=["copy"], scale=1)
         box = gr.MultimodalTextbox(file_types=["image", "audio"], sources=["upload", "microphone"],
                                    file_count="multiple", show_label=False, elem_id="message",

@@ -44,11 +44,13 @@ class RouterChain:
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
-                 clarify: bool = False):
+                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
-        ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py)."""
+        ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py).
+        ``brand``: who the answers speak for (the system prompt and the chain's own notices name it)."""
+        self.brand = brand
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -67,7 +69,8 @@ class RouterChain:
         # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
-        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, kb=kb, clarify=clarify)
+        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, kb=kb, clarify=clarify,
+                          brand=brand)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {
@@ -201,7 +204,7 @@ class RouterChain:
             return turn
         tau = turn.thresholds.route_threshold
         p_llm = turn.scores["p_llm"]
-        turn.draft = answers.draft_answer(turn.text, turn.hits)
+        turn.draft = answers.draft_answer(turn.text, turn.hits, self.brand)
         learned = turn.router.draft_quality(turn.context, turn.draft.coverage) if turn.context else None
         quality = learned if learned is not None else answers.draft_quality(
             turn.scores["kb_top"], turn.scores["kb_margin"], p_llm, turn.draft.coverage)

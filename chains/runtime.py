@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from chains.answers import Brand
 from chains.cache import ResponseCache
 from chains.llm.base import LLM
 from chains.policy import LivePolicy
@@ -111,7 +112,8 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
-                        default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify)
+                        default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,
+                        brand=Brand(settings.shop_name, settings.support_email))
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
                    rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)

@@ -66,6 +66,10 @@ class Settings(BaseSettings):
                            "as-is to the endpoint at TANDEM_LLM_URL (and is what vLLM loads on a GPU host). Empty: the "
                            "default stand-in, and the app asks the endpoint for the name.")
     llm_api_key: str = Field("unused", description="API key for the endpoint (vLLM --api-key).")
+    shop_name: str = Field("Northwind Goods", description="The shop the assistant speaks for: its system prompt and "
+                           "the chat's title name it (the demo shop's by default).")
+    support_email: str = Field("support@northwind.example", description="Where the chain's own replies send a "
+                               "customer it cannot help (\"write to ...\").")
     llm_aliases: str = Field("", description="More names `tandem llm-server` answers to, comma-separated (vLLM "
                              "--served-model-name): one engine serving several score bands, each an LLM tier of its "
                              "own with its own model name (see chains/llm/endpoints.py).")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from chains.answers import DEFAULT_BRAND, Brand
 from chains.schema import (  # noqa: F401  (the route names: re-exported for code above the chain)
     CACHE_ROUTE,
     CLARIFY_ROUTE,
@@ -35,6 +36,7 @@ class TierParts:
     router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
     kb: Any = None                                  # knowledge.base.KnowledgeBase: answers looked up by id
     clarify: bool = False                           # ask when the top answers are close (TANDEM_CLARIFY)
+    brand: Brand = DEFAULT_BRAND                    # who the answers speak for (TANDEM_SHOP_NAME, ...)
 
 
 class Tier(ABC):

@@ -135,7 +135,7 @@ class ClarifyTier(Tier):
             turn.note("clarify", "unknown choice ignored", choice=chosen)
             return None
         turn.hits = [hit]
-        turn.draft = answers.draft_answer(turn.text, turn.hits)
+        turn.draft = answers.draft_answer(turn.text, turn.hits, self.parts.brand)
         turn.note("clarify", "chose an offered answer", choice=chosen)
         return "small", f"clarify: the customer chose '{chosen}': the small tier answers it"
 

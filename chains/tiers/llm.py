@@ -31,7 +31,7 @@ class LLMTier(Tier):
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
         draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
-        return answers.llm_messages(turn.text, turn.hits, turn.history, draft)
+        return answers.llm_messages(turn.text, turn.hits, turn.history, draft, brand=self.parts.brand)
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
@@ -99,7 +99,7 @@ class LLMTier(Tier):
         escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
         of the broken text."""
         check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
-                            turn.text, turn.thresholds.check_actions, answers.SYSTEM_PROMPT)
+                            turn.text, turn.thresholds.check_actions, answers.system_prompt(self.parts.brand))
         stream = StreamChecker(check)
         result: LLMResult | None = None
         check_ms = 0.0
@@ -180,7 +180,7 @@ class LLMTier(Tier):
     def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
         """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge
         base's draft with a one-line caveat when it fits the message, else an offer to hand over to a person."""
-        said = answers.NOTICES[turn.language]
+        said = self._notices(turn)
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
@@ -194,7 +194,10 @@ class LLMTier(Tier):
         return said.no_answer, "human_offer", []
 
     def _draft(self, turn: Turn) -> answers.Draft:
-        return turn.draft or answers.draft_answer(turn.text, turn.hits)
+        return turn.draft or answers.draft_answer(turn.text, turn.hits, self.parts.brand)
+
+    def _notices(self, turn: Turn) -> answers.Notices:
+        return answers.notices_for(self.parts.brand)[turn.language]
 
     def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
@@ -210,7 +213,7 @@ class LLMTier(Tier):
             turn.cancelled = True
             return turn.finish("llm", result.text.strip(), "cancelled: the customer stopped the answer; the "
                                                            "engine's request was aborted")
-        return turn.finish("llm", result.text.strip() or answers.NOTICES[turn.language].no_answer,
+        return turn.finish("llm", result.text.strip() or self._notices(turn).no_answer,
                            "tier: llm rewrite of the draft" if rewrite else "tier: llm answer")
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
@@ -218,7 +221,7 @@ class LLMTier(Tier):
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{answers.NOTICES[turn.language].fallback}\n\n{draft.text}", f"fallback: {reason}")
+        return turn.finish("small", f"{self._notices(turn).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
 
 def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:

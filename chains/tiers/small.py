@@ -17,13 +17,13 @@ class SmallTier(Tier):
     plans = (SMALL_ROUTE,)
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
-        draft = turn.draft or answers.draft_answer(turn.text, turn.hits)
+        draft = turn.draft or answers.draft_answer(turn.text, turn.hits, self.parts.brand)
         turn.sources = draft.sources
         text = draft.text
         if turn.no_fit:
-            text = f"{answers.NOTICES[turn.language].no_fit}\n\n{text}"
+            text = f"{answers.notices_for(self.parts.brand)[turn.language].no_fit}\n\n{text}"
         if turn.degraded:
-            text = f"{text}\n\n{answers.NOTICES[turn.language].degraded}"
+            text = f"{text}\n\n{answers.notices_for(self.parts.brand)[turn.language].degraded}"
         turn.note("tier", "small", sources=[s["answer_id"] for s in draft.sources])
         turn.finish("small", text, "tier: small (knowledge-base draft)")
         yield text

@@ -24,6 +24,6 @@ def register(cli: typer.Typer) -> None:
         kb = open_kb(settings, load_encoder(settings.encoder)) if seed else None
         for line in bootstrap(settings, kb, seed=seed):
             typer.echo(line)
-        typer.echo(f"Northwind Goods support: http://{host or settings.host}:{port or settings.app_port}/ "
+        typer.echo(f"{settings.shop_name} support: http://{host or settings.host}:{port or settings.app_port}/ "
                    "(loading models first)")
         run(settings, host=host, port=port)
