@@ -171,7 +171,7 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
         runtime = app.state.runtime
         # The ops autopilot (alerts, automatic tuning) rides along in the app; a database lease keeps it to one
         # process when several replicas run. TANDEM_OPS_EVERY_MIN=0 turns it off here (cron `tandem ops run`).
-        ops = OpsLoop(runtime.db, settings.ops_every_min, settings.alert_webhook,
+        ops = OpsLoop(runtime.db, settings.ops_every_min, settings.retention_days, settings.alert_webhook,
                       settings.llm_price_per_1k_tokens).start() if runtime is not None else None
         app.state.ops = ops
         yield

@@ -22,7 +22,6 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from chains.tiers.base import SMALL_ROUTE
-from core.settings import get_settings
 from ops import alerts, tuner
 from ops.detector import DetectorParams, SeriesState, evaluate, minute_series
 from ops.logframes import load_feedback, load_requests
@@ -159,12 +158,12 @@ def _pass(db: Database, now: datetime, webhook: str, price_per_1k_tokens: float,
 class OpsLoop:
     """The ops job on a daemon thread inside the app: every ``every_min`` minutes, until stopped."""
 
-    def __init__(self, db: Database, every_min: float, webhook: str = "", price_per_1k_tokens: float = 0.002,
-                 retention_days: float | None = None):
+    def __init__(self, db: Database, every_min: float, retention_days: float, webhook: str = "",
+                 price_per_1k_tokens: float = 0.002):
+        """``retention_days``: TANDEM_RETENTION_DAYS, passed by the app (0 keeps everything)."""
         self.db, self.every_s = db, every_min * 60.0
         self.webhook, self.price = webhook, price_per_1k_tokens
-        # None: TANDEM_RETENTION_DAYS (the app builds the loop without naming it)
-        self.retention_days = get_settings().retention_days if retention_days is None else retention_days
+        self.retention_days = retention_days
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tandem-ops", daemon=True)
         self.last: OpsReport | None = None

@@ -101,19 +101,6 @@ def test_the_ops_loop_purges_with_the_retention_setting(db):
     assert _stored(db, "old")["row"].text == "" and _stored(db, "new")["row"].text == "new asks"
 
 
-def test_the_ops_loop_reads_the_retention_days_setting(db, monkeypatch):
-    from core.settings import reset_settings
-    from ops.job import OpsLoop
-
-    monkeypatch.setenv("TANDEM_RETENTION_DAYS", "45")
-    reset_settings()
-    try:
-        assert OpsLoop(db, every_min=0).retention_days == 45
-    finally:
-        monkeypatch.undo()
-        reset_settings()
-
-
 def test_tandem_ops_purge_purges_text_older_than_days(db, tmp_path, monkeypatch):
     from core.settings import reset_settings
     from tandem.cli import cli
