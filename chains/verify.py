@@ -179,6 +179,10 @@ def _asks_cost(message: str) -> bool:
     return bool(_COST_QUESTION.search(message))
 
 
+_QUESTION = re.compile(r"[?？]|吗|呢|^\s*(?:how|what|where|when|why|which|who|can|could|do|does|is|are)\b",
+                       re.IGNORECASE)
+
+
 # A word, or one Han character (Chinese has no spaces: a run of eight characters is eight tokens).
 _TOKEN = re.compile(r"[\u3400-\u9fff]|[^\W\u3400-\u9fff]+")
 
@@ -187,9 +191,12 @@ def _parroted(answer: str, message: str, run: int = 8) -> str:
     """A run of ``run`` or more of the customer's own words repeated in the answer (a small model that echoes the
     message back instead of answering it), or ""."""
     said = _TOKEN.findall(message.lower())
-    if len(said) < run:
-        return ""
     answer_words = " ".join(_TOKEN.findall(answer.lower()))
+    if len(said) < run:
+        # A short question repeated whole is an echo too ("tracking link for my order?" answered with itself); a
+        # greeting returned ("good night" for "good night") is not.
+        whole = " ".join(said)
+        return whole if len(said) >= 3 and _QUESTION.search(message) and whole in answer_words else ""
     for start in range(len(said) - run + 1):
         piece = " ".join(said[start:start + run])
         if piece in answer_words:
@@ -282,12 +289,22 @@ MIN_STATEMENT_WORDS = 2
 _STATEMENTS = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
 
+# A judgement ("the best student account", "cheaper than IKEA", "我推荐") is a claim the help center must make itself:
+# "The best student account in Germany is the Mastercard." drew 3 of its 5 words from a payment answer.
+_JUDGEMENT = re.compile(r"\b(?:best|better|worse|worst|cheaper|cheapest|superior|recommend(?:ed|s)?)\b|最好|更好|"
+                        r"最便宜|推荐", re.IGNORECASE)
+
+
 def ungrounded_statement(text: str, context: Sequence[str]) -> str:
-    """The first sentence of ``text`` that says something the context mostly does not, or ""."""
-    known = {_stem(w) for w in _content_words(" ".join(context))}
+    """The first sentence of ``text`` that says something the context mostly does not, or makes a judgement the
+    context does not make, or ""."""
+    joined = " ".join(context)
+    known = {_stem(w) for w in _content_words(joined)}
     for sentence in _STATEMENTS.split(text):
         said = {_stem(w) for w in _content_words(sentence)}
-        if len(said) >= MIN_STATEMENT_WORDS and len(said & known) / len(said) < STATEMENT_SHARE:
+        judged = _JUDGEMENT.search(sentence)
+        if ((len(said) >= MIN_STATEMENT_WORDS and len(said & known) / len(said) < STATEMENT_SHARE)
+                or (judged and judged.group(0).lower() not in joined.lower())):
             return sentence.strip()[:160]
     return ""
 

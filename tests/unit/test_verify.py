@@ -141,3 +141,17 @@ def test_a_cost_question_answered_without_an_amount_or_free_is_unanswered():
     assert "unanswered" not in {d.kind for d in defects("Cancelling is free until the order ships.", message=asked)}
     assert "unanswered" not in {d.kind for d in defects("Express shipping costs $9.90.", message="how much is express?")}
     assert "unanswered" not in {d.kind for d in defects(how_to_cancel, message="how do I cancel my order?")}
+
+
+def test_a_short_question_answered_with_itself_is_an_echo_and_a_returned_greeting_is_not():
+    assert "echo" in {d.kind for d in defects("Tracking link for my order?", message="tracking link for my order?")}
+    assert "echo" not in {d.kind for d in defects("Good night!", message="good night")}
+
+
+def test_a_judgement_the_help_center_does_not_make_is_ungrounded():
+    payment = "We accept Visa, Mastercard and PayPal. Students get 10% off with a verified student account."
+    found = defects("The best student account in Germany is the Mastercard.", message="best student account?",
+                    context=[payment])
+    assert ("ungrounded", "The best student account in Germany is the Mastercard.") in {(d.kind, d.detail) for d in found}
+    assert not defects("Students get 10% off with a verified student account.", message="student discount?",
+                       context=[payment])
