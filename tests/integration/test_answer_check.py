@@ -53,7 +53,7 @@ def row(runtime, request_id) -> RequestLog:
 
 def test_an_invented_link_and_phone_are_removed_in_both_paths(scripted):
     server, runtime = scripted
-    text = ("Standard shipping costs $4.90. See https://www.northwind-deals.com/shipping for offers. "
+    text = ("Standard shipping costs $4.90. See https://www.northwind-deals.com/shipping for express shipping. "
             "Call 1-800-555-0199 for help.")
     server.say(text).say(text)
     streamed, pieces, whole = both_paths(runtime, SHIPPING, "link")
