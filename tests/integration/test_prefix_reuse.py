@@ -14,6 +14,7 @@ from chains import answers
 from chains.llm.load import metrics_url_for
 from chains.llm.metrics_parser import parse_vllm_metrics
 from chains.schema import ChatRequest
+from core.policy import Thresholds
 from storage.tables import ChatMessage
 from tests.conftest import make_runtime
 
@@ -60,7 +61,7 @@ def test_a_second_turn_gets_the_whole_first_prompt_not_just_the_system_prompt_fr
             stored = session.exec(select(ChatMessage).where(ChatMessage.session_id == session_id)
                                   .order_by(ChatMessage.id)).all()  # type: ignore[arg-type]
     finally:
-        runtime.policy.save({"route_threshold": llm_settings.route_threshold}, "test", "back to defaults")
+        runtime.policy.save({"route_threshold": Thresholds.defaults(llm_settings).route_threshold}, "test", "back to defaults")
         runtime.close()
     assert first.model and second.model, (first.reasons, second.reasons)  # both turns were sent to the LLM
     assert stored[0].sent and stored[0].sent.startswith("Help-center context:\n")
