@@ -36,7 +36,7 @@ HANDOFF_NOTICE = ("I want to make sure you get a correct answer, so I have passe
 NO_FIT_NOTICE = ("This is the closest answer in our help center; it may not fully cover your question. "
                  "If it does not help, press \"Talk to a human\".")
 DEGRADED_NOTICE = "(Answered from our help center while our assistant is under heavy load.)"
-NO_ANSWER = ("I'm not sure our help center covers that. I can connect you with a colleague: press "
+NO_ANSWER_TEMPLATE = ("I'm not sure our help center covers that. I can connect you with a colleague: press "
              "\"Talk to a human\", or write to {support_email}.")
 
 
@@ -65,7 +65,7 @@ class Brand:
 DEFAULT_BRAND = Brand(Settings.model_fields["shop_name"].default, Settings.model_fields["support_email"].default)
 
 _NOTICES = {
-    "en": Notices(FALLBACK_NOTICE, UNCONFIRMED_NOTICE, HANDOFF_NOTICE, NO_FIT_NOTICE, DEGRADED_NOTICE, NO_ANSWER),
+    "en": Notices(FALLBACK_NOTICE, UNCONFIRMED_NOTICE, HANDOFF_NOTICE, NO_FIT_NOTICE, DEGRADED_NOTICE, NO_ANSWER_TEMPLATE),
     "zh": Notices(
         fallback="我们的智能助手现在有点忙，以下是帮助中心里最接近的答案。如果没有帮到您，请点击“Talk to a human”。",
         unconfirmed="我无法确认那个回答的每个细节，以下是帮助中心的说明：",

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from chains.answers import NO_ANSWER
+from chains.answers import NOTICES
 from chains.schema import ChatRequest
 from core.errors import TandemError
 from knowledge.chroma_kb import ChromaKnowledgeBase
@@ -30,7 +30,7 @@ def test_missing_chroma_folder_opens_empty_and_every_message_is_answered(tmp_pat
     service = make_service(settings, db, kb)
     before = session_rows(db)
     response = service.answer(ChatRequest(message="How do I track my order?", channel="api"))
-    assert response.route == "small" and response.answer.startswith(NO_ANSWER)
+    assert response.route == "small" and response.answer.startswith(NOTICES["en"].no_answer)
     assert session_rows(db) - before == 1
 
 
