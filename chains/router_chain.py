@@ -26,7 +26,7 @@ from chains.features import message_features
 from chains.guard import check_input
 from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
-from chains.rules import TOOLS, RuleBook
+from chains.rules import RuleBook
 from chains.schema import LLM_ROUTE, SMALL_ROUTE, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
@@ -55,7 +55,6 @@ class RouterChain:
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
         self.embed = embed or (lambda text: self.kb.encoder_for(text).encode_query(text))
-        self.run_tools = run_tools and db is not None
         # Per KB version and router: each vector space's draft-quality floor (computed once, in about 0.2 s).
         self._floors: dict[tuple[str, str], dict[str, QualityFloor]] = {}
         self._floors_lock = threading.Lock()
@@ -70,7 +69,7 @@ class RouterChain:
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
         parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, kb=kb, clarify=clarify,
-                          brand=brand)
+                          brand=brand, db=db if run_tools else None)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {
@@ -163,24 +162,21 @@ class RouterChain:
             return turn
         with timed(turn, "rules"):
             rule = self.rules.match(turn.text)
-            run = rule is not None and rule.route == "tool" and self.run_tools and self.db is not None
-            # The signed customer only: an unsigned user_id is a label anyone can type.
-            result = TOOLS[rule.tool](turn.text, turn.request.customer, self.db) if run and rule and self.db else None
         if rule is None:
             turn.note("rules", "no rule matched")
             return turn
         turn.note("rules", f"rule '{rule.name}' -> {rule.route}", reason=rule.reason)
-        if rule.route == "tool" and result is None:  # batch routing: the decision without the side effect
-            return turn.finish("tool", "", f"rule: {rule.name} -> tool {rule.tool} (not run)")
-        if result is not None:
-            turn.note("tool", rule.tool, **result.detail)
-            return turn.finish("tool", result.answer, f"rule: {rule.name} -> tool {rule.tool}")
-        turn.plan = rule.route
-        turn.reasons.append(f"rule: {rule.name} -> {rule.route}")
+        turn.rule, turn.plan = rule, rule.route
+        turn.reasons.append(f"rule: {rule.name} -> {rule.route}" + (f" {rule.tool}" if rule.tool else ""))
         return turn
 
+    def _ruled_only(self, turn: Turn) -> bool:
+        """A rule named a tier that needs no retrieval, score or threshold (the tool, the handoff)."""
+        tier = self.tiers.get(self.tier_of_plan.get(turn.plan, ""))
+        return turn.rule is not None and tier is not None and tier.ruled_only
+
     def _score(self, turn: Turn) -> Turn:
-        if turn.done:
+        if turn.done or self._ruled_only(turn):
             return turn
         evidence: dict[str, float] = {}
         with timed(turn, "retrieve"):
@@ -200,7 +196,7 @@ class RouterChain:
         return turn
 
     def _threshold(self, turn: Turn) -> Turn:
-        if turn.done:
+        if turn.done or self._ruled_only(turn):
             return turn
         tau = turn.thresholds.route_threshold
         p_llm = turn.scores["p_llm"]
@@ -287,7 +283,7 @@ class RouterChain:
     def _runner(self, tier: Tier) -> Callable[[Iterator[Turn]], Iterator[str | Decided | Revised | Turn]]:
         def run(turns: Iterator[Turn]) -> Iterator[str | Decided | Revised | Turn]:
             for turn in turns:
-                yield turn.decided()
+                yield turn.decided(tier.name)
                 yield from tier.answer(turn)
         return run
 

@@ -1,4 +1,4 @@
-"""Rules and tools: keyword/regex routes an operator edits in YAML, and the order-status tool.
+"""Rules and tools: keyword/regex routes an operator edits in YAML, and the order-status tool (the tool tier runs it).
 
 The order tool only shows an order to the user it belongs to; to anyone else the order does not exist
 (saying "not yours" would confirm that the number is valid).
@@ -18,14 +18,14 @@ from pathlib import Path
 import yaml
 from sqlmodel import select
 
-from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE, TOOL_ROUTE
+from chains.schema import HANDOFF_ROUTE, LLM_ROUTE, SMALL_ROUTE, TOOL_ROUTE
 from core.pii import ASCII_START, order_ids
 from core.text import has_cjk, language_of
 from storage.db import Database
 from storage.tables import Order
 
 log = logging.getLogger(__name__)
-ROUTES = (TOOL_ROUTE, LLM_ROUTE, SMALL_ROUTE)  # where an operator's rule may send a message
+ROUTES = (TOOL_ROUTE, LLM_ROUTE, SMALL_ROUTE, HANDOFF_ROUTE)  # where an operator's rule may send a message
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field, field_validator
 # the stages that settle a turn before any tier. Code reads them here (or from chains.tiers) rather than spelling
 # them; Route is the same list as a type (tests/unit/test_tier_registry.py holds the two together).
 GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE = "guard", "cache", "tool", "small", "llm"
-CLARIFY_ROUTE = "clarify"
-ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, CLARIFY_ROUTE)
-Route = Literal["guard", "cache", "tool", "small", "llm", "clarify"]
+CLARIFY_ROUTE, HANDOFF_ROUTE = "clarify", "handoff"
+ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, CLARIFY_ROUTE, HANDOFF_ROUTE)
+Route = Literal["guard", "cache", "tool", "small", "llm", "clarify", "handoff"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
 Mode = Literal["routed", "small", "llm"]
@@ -151,6 +151,7 @@ CUSTOMER_REASONS = {
     SMALL_ROUTE: "answered from our help center",
     LLM_ROUTE: "written by our assistant",
     CLARIFY_ROUTE: "several help-center answers fit: which one do you mean?",
+    HANDOFF_ROUTE: "handed to a colleague, who will reply here",
 }
 
 

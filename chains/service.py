@@ -245,10 +245,11 @@ class TandemService:
             ChatMessage(session_id=request.session_id, role="user", content=scrub(said), sent=sent, request_id=row.id),
             ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer, request_id=row.id),
         ]
-        if turn.handoff:  # the answer check handed the conversation over: it lands in the console's queue
+        if turn.handoff:  # the answer check or a handoff rule handed the conversation over: the console's queue
+            why = ("answer check: " + ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})"
+                                               for f in findings)) if findings else "; ".join(turn.reasons)
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
-                                 note="answer check: " + ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})"
-                                                                   for f in findings)[:2000]))
+                                 note=why[:2000]))
         if (chosen := self._chosen(turn)) is not None:
             extra.append(chosen)
         pending = _PendingRow(row, extra, turn.new_session, request.owner)

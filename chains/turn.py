@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from chains.schema import CLARIFY_ROUTE, LLM_ROUTE, SMALL_ROUTE, ChatRequest, Decided, RefusalCode
+from chains.schema import SMALL_ROUTE, ChatRequest, Decided, RefusalCode
 from core.policy import Thresholds
 
 
@@ -33,7 +33,8 @@ class Turn:
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     route: str = ""
-    plan: str = ""                       # small | llm | rewrite (for LLM-bound turns) | clarify
+    plan: str = ""                       # a plan a tier serves: small | llm | rewrite | clarify | tool | handoff
+    rule: Any = None                     # chains.rules.Rule that matched, if any (a tool tier runs its tool)
     answer: str = ""
     draft: Any = None                    # chains.answers.Draft once the threshold stage made one
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
@@ -50,7 +51,8 @@ class Turn:
     cancelled: bool = False
     handoff: bool = False                # the answer check handed the conversation to a human
     findings: list[dict[str, str]] = field(default_factory=list)  # what the answer check found, and did
-    # What the customer finally reads: draft | rewrite | llm | draft_with_caveat | human_offer | cache | tool | guard
+    # What the customer finally reads: draft | rewrite | llm | draft_with_caveat | human_offer | handoff | cache | tool
+    # | guard
     served: str = ""
     rejected_text: str = ""              # an LLM text that failed verification, kept for the operator only
     kb_version: str = ""
@@ -77,8 +79,10 @@ class Turn:
         return (f"{self.kb_version}:{self.thresholds.version}:{self.routing_version}:{self.space}"
                 + ("" if mode == "routed" else f":{mode}"))
 
-    def decided(self) -> Decided:
-        route = self.route if self.done else (self.plan if self.plan in (SMALL_ROUTE, CLARIFY_ROUTE) else LLM_ROUTE)
+    def decided(self, tier: str) -> Decided:
+        """The decision as the front ends show it before the answer: the route of a settled turn, else the name of
+        the tier about to answer (a rewrite is the LLM tier's)."""
+        route = self.route if self.done else tier
         return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded,
                        revisable=not self.done and self.plan == "rewrite")
 

@@ -15,7 +15,7 @@ from chains.router_chain import RouterChain
 from chains.routers import RouterSource, fixed_router
 from chains.rules import RuleBook
 from chains.schema import ChatRequest
-from chains.tiers.base import CLARIFY_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
+from chains.tiers.base import LLM_ROUTE
 from chains.turn import Turn
 from core.encoders import AUTO, load_encoder
 from core.errors import TandemError
@@ -50,11 +50,8 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
 
 def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id: str = "") -> dict:
     turn = chain.route_only.invoke(Turn(request=ChatRequest(message=text, channel="batch"), thresholds=thresholds))
-    if turn.done:
-        route = turn.route
-    else:  # a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it
-        route = (CLARIFY_ROUTE if turn.plan == CLARIFY_ROUTE else LLM_ROUTE if turn.plan in TIERS[LLM_ROUTE].plans
-                 else SMALL_ROUTE)
+    # The tier that would answer (a draft the LLM would rewrite is answered by the LLM, as `tandem ask` reports it)
+    route = turn.route if turn.done else chain.tier_of_plan.get(turn.plan, LLM_ROUTE)
     return {"query_id": query_id, "route": route,
             "answer_id": turn.hits[0].answer_id if turn.hits else None,
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,

@@ -1,4 +1,4 @@
-"""Turns settled before the tier step (the guard refused, the cache hit, a tool answered): say the answer at once."""
+"""Turns settled before the routing stages (the guard refused, the cache hit): say the answer at once."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from chains.schema import (  # noqa: F401  (the route names: re-exported for cod
     CACHE_ROUTE,
     CLARIFY_ROUTE,
     GUARD_ROUTE,
+    HANDOFF_ROUTE,
     LLM_ROUTE,
     ROUTES,
     SMALL_ROUTE,
@@ -37,12 +38,16 @@ class TierParts:
     kb: Any = None                                  # knowledge.base.KnowledgeBase: answers looked up by id
     clarify: bool = False                           # ask when the top answers are close (TANDEM_CLARIFY)
     brand: Brand = DEFAULT_BRAND                    # who the answers speak for (TANDEM_SHOP_NAME, ...)
+    db: Any = None                                  # storage.db.Database the tools read (None: tools are not run)
 
 
 class Tier(ABC):
     name: ClassVar[str]
     cacheable: ClassVar[bool] = False
     plans: ClassVar[tuple[str, ...]] = ()  # the threshold stage's plans this tier serves
+    # A rule that names this tier settles the route at the rules stage: no retrieval, score or threshold (a tool
+    # reads its own data; a handoff needs no answer from the KB).
+    ruled_only: ClassVar[bool] = False
 
     def __init__(self, parts: TierParts):
         self.parts = parts

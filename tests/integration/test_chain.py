@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from chains.schema import ChatRequest
 from core.policy import Thresholds
-from storage.tables import RequestLog
+from storage.tables import Handoff, RequestLog
 from tests.conftest import DEMO, demo_order_items, fresh_db, make_runtime, run_cli
 
 pytestmark = pytest.mark.slow
@@ -274,6 +274,25 @@ def test_a_broken_policy_read_is_answered_and_logged(settings, db, demo_kb):
     response = ask(runtime.service, "how do I reset my password")
     assert response.fallback and "went wrong" in response.answer
     assert "settings row unreadable" in row(runtime.service, response.request_id).error
+
+
+def test_a_handoff_rule_queues_the_conversation_for_a_person_without_scoring_or_an_llm_call(settings, db, demo_kb,
+                                                                                            tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - name: asks-for-a-person\n    pattern: '\\b(talk|speak) to a (human|person)\\b'\n"
+                     "    route: handoff\n    reason: the customer asked for a person\n")
+    runtime = make_runtime(settings.model_copy(update={"rules_path": rules}), db, demo_kb)
+    handed = ask(runtime.service, "I want to talk to a human about my refund")
+    assert handed.route == "handoff" and "colleague" in handed.answer
+    assert "rule: asks-for-a-person -> handoff" in handed.reasons
+    logged = row(runtime.service, handed.request_id)
+    assert logged.route == "handoff" and "p_llm" not in (logged.scores or {})  # no score: the rule settled it
+    assert not logged.model  # no LLM call
+    with runtime.service.db.session() as session:
+        queued = session.exec(select(Handoff).where(Handoff.request_id == handed.request_id)).all()
+    assert len(queued) == 1 and "asks-for-a-person" in queued[0].note
+    other = ask(runtime.service, "how do I reset my password")
+    assert other.route != "handoff"
 
 
 def test_a_small_rule_is_honoured(settings, db, demo_kb, tmp_path):

@@ -14,11 +14,14 @@ from core.policy import Thresholds
 
 
 def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
-    assert {"small", "llm", "clarify", "answered"} <= set(TIERS)
+    assert {"small", "llm", "clarify", "tool", "handoff", "answered"} <= set(TIERS)
+    assert TIERS["tool"].plans == ("tool",) and TIERS["handoff"].plans == ("handoff",)
+    assert TIERS["tool"].ruled_only and TIERS["handoff"].ruled_only and not TIERS["small"].ruled_only
     assert TIERS["small"].plans == ("small",) and TIERS["llm"].plans == ("llm", "rewrite")
     assert TIERS["clarify"].plans == ("clarify",) and not cacheable("clarify")  # a question is never a cached answer
     assert cacheable("small") and cacheable("llm")
     assert not cacheable("answered") and not cacheable("guard") and not cacheable("tool") and not cacheable("cache")
+    assert not cacheable("handoff")
 
 
 def test_the_route_names_code_reads_are_the_routes_a_response_can_carry_and_name_the_answering_tiers():
