@@ -19,7 +19,7 @@ from app.attachment import AttachmentError, check_size
 from app.audio import load_audio
 from core.errors import TandemError
 from core.model_files import model_path
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
 AUDIO_SUFFIXES = frozenset({".wav", ".mp3", ".ogg", ".oga", ".opus", ".flac", ".m4a", ".aac", ".webm",
@@ -166,8 +166,7 @@ def _load_whisper():
 class MediaReader:
     """Reads one message's attachments: OCR for images, Whisper for voice; models load once, on first use."""
 
-    def __init__(self, settings: Settings | None = None, upload_folders: Sequence[str | Path] | None = None):
-        settings = settings or get_settings()
+    def __init__(self, settings: Settings, upload_folders: Sequence[str | Path] | None = None):
         # Uploads are personal data: :meth:`extract` deletes each file in these folders once it has been read (or
         # refused). Files elsewhere (a path an operator's test names, the repo's assets) are never touched.
         self.upload_folders = [Path(folder).resolve() for folder in

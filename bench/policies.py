@@ -134,6 +134,7 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
     from chains.llm.client import LLMClient, LLMUnavailable
     from chains.schema import ChatRequest
     from chains.turn import Turn
+    from core.settings import get_settings
     from offline.route_batch import live_thresholds
 
     thresholds = live_thresholds()
@@ -148,7 +149,7 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
         picks += [(group, _clean(group.queries[i].text)) for i in chosen]
     # Interleave the groups so an early stop still samples every kind of traffic.
     picks = [p for i in range(per_group) for p in picks[i::per_group]][:calls]
-    client = LLMClient(poll_metrics=False)
+    client = LLMClient(get_settings(), poll_metrics=False)
     results: list[dict] = []
     events: dict[str, Any] = {"server_restarts": 0, "server_exit_codes": [], "stopped_at_budget": False}
     began = time.perf_counter()
@@ -165,7 +166,7 @@ def sample_llm_calls(groups: list[Group], calls: int, budget_s: float, server,
             log("    LLM server is not running; starting it again")
             client.close()
             server.start(wait=True, timeout=240)
-            client = LLMClient(poll_metrics=False)
+            client = LLMClient(get_settings(), poll_metrics=False)
         assert group.chain is not None  # route_groups made it
         turn = group.chain.route_only.invoke(Turn(request=ChatRequest(message=text, channel="batch"),
                                                   thresholds=thresholds))

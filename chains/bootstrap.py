@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from core.settings import Settings, ensure_home, get_settings
+from core.settings import Settings, ensure_home
 from knowledge.base import KnowledgeBase
 from knowledge.demo_kb import seed_demo_kb
 from storage import policy_store
@@ -12,9 +12,8 @@ from storage.db import Database, open_database
 from storage.seed import seed_orders
 
 
-def prepare_storage(settings: Settings | None = None, db: Database | None = None) -> Database:
+def prepare_storage(settings: Settings, db: Database | None = None) -> Database:
     """The data directory and the database, ready to use (tables created, policy seeded)."""
-    settings = settings or get_settings()
     if not settings.database_url or settings.database_url.startswith("sqlite"):
         ensure_home(settings)
     db = (db or open_database(settings.db_url)).init()
@@ -22,10 +21,9 @@ def prepare_storage(settings: Settings | None = None, db: Database | None = None
     return db
 
 
-def bootstrap(settings: Settings | None = None, kb: KnowledgeBase | None = None, seed: bool = True,
+def bootstrap(settings: Settings, kb: KnowledgeBase | None = None, seed: bool = True,
               db: Database | None = None) -> Iterator[str]:
     """Prepare storage, then seed demo orders and (given a KB) the demo knowledge base; one line per step."""
-    settings = settings or get_settings()
     db = prepare_storage(settings, db)
     yield f"database ready: {db.display_url}"
     yield f"router settings version {policy_store.current(db).version}: tau={policy_store.current(db).route_threshold}"

@@ -33,19 +33,19 @@ def since_for(range_label: str, now: datetime | None = None) -> datetime | None:
     return (now or datetime.now(UTC)) - span
 
 
-def feedback_for(db: Database, request_id: str) -> list[dict[str, Any]]:
+def feedback_for(db: Database, request_id: str, mask_pii: bool = True) -> list[dict[str, Any]]:
     table = table_of(Feedback)
     with db.engine.connect() as conn:
         rows = conn.execute(select(table).where(table.c.request_id == request_id))
-        return [{**dict(r._mapping), "comment": masked(r.comment)} for r in rows]
+        return [{**dict(r._mapping), "comment": masked(r.comment, mask_pii)} for r in rows]
 
 
-def open_handoffs(db: Database) -> pd.DataFrame:
+def open_handoffs(db: Database, mask_pii: bool = True) -> pd.DataFrame:
     table = table_of(Handoff)
     with db.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(
             select(table).where(table.c.status == "open").order_by(table.c.created_at))]
-    rows = [{**row, "note": masked(row.get("note"))} for row in rows]
+    rows = [{**row, "note": masked(row.get("note"), mask_pii)} for row in rows]
     return pd.DataFrame(rows, columns=["id", "created_at", "session_id", "user_id", "request_id", "note", "status"])
 
 

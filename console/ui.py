@@ -37,6 +37,11 @@ def knowledge_base() -> KnowledgeBase:
     return _knowledge_base(s.chroma_url, str(s.chroma_path), s.kb_collection, s.encoder)
 
 
+def mask_pii() -> bool:
+    """Whether customer text on these pages is masked (TANDEM_MASK_PII; on unless the deployment keeps it)."""
+    return get_settings().mask_pii
+
+
 def operator() -> str:
     """The signed-in account's name, the author of every change a page saves (set only by a verified sign-in,
     never by a widget: the sign-in form's name field has a key of its own)."""
@@ -59,8 +64,8 @@ def _requests(db_url: str, range_label: str) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=2, show_spinner=False)
-def _feedback(db_url: str, range_label: str) -> pd.DataFrame:
-    return logframes.load_feedback(open_database(db_url), since=data.since_for(range_label))
+def _feedback(db_url: str, range_label: str, mask_pii: bool) -> pd.DataFrame:
+    return logframes.load_feedback(open_database(db_url), since=data.since_for(range_label), mask_pii=mask_pii)
 
 
 def requests_frame() -> pd.DataFrame:
@@ -68,7 +73,7 @@ def requests_frame() -> pd.DataFrame:
 
 
 def feedback_frame() -> pd.DataFrame:
-    return _feedback(get_settings().db_url, time_range())
+    return _feedback(get_settings().db_url, time_range(), mask_pii())
 
 
 def clear_caches() -> None:

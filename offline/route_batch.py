@@ -75,7 +75,7 @@ def live_thresholds() -> Thresholds:
         from chains.policy import LivePolicy
         from storage.db import open_database
 
-        return LivePolicy(open_database()).current()
+        return LivePolicy(open_database(get_settings().db_url)).current()
     except Exception:
         return Thresholds.defaults()
 

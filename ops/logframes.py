@@ -10,7 +10,6 @@ import pandas as pd
 from sqlalchemy import select
 
 from core.pii import mask
-from core.settings import get_settings
 from storage.db import Database
 from storage.tables import Feedback, RequestLog, table_of
 
@@ -82,18 +81,20 @@ def load_requests(db: Database, since: datetime | None = None, limit: int = ROW_
     return flatten_requests(rows)
 
 
-def load_feedback(db: Database, since: datetime | None = None) -> pd.DataFrame:
+def load_feedback(db: Database, since: datetime | None = None, mask_pii: bool = True) -> pd.DataFrame:
     table = table_of(Feedback)
     query = select(table.c.request_id, table.c.rating, table.c.comment, table.c.created_at)
     if since is not None:
         query = query.where(table.c.created_at >= since)
     with db.engine.connect() as conn:
         rows = [dict(r._mapping) for r in conn.execute(query)]
-    rows = [{**row, "comment": masked(row.get("comment"))} for row in rows]
+    rows = [{**row, "comment": masked(row.get("comment"), mask_pii)} for row in rows]
     return pd.DataFrame(rows, columns=["request_id", "rating", "comment", "created_at"])
 
 
 
 
-def masked(text: str | None) -> str:
-    return mask(text or "") if get_settings().mask_pii else (text or "")
+def masked(text: str | None, mask_pii: bool = True) -> str:
+    """What an operator's screen shows of customer text: masked unless the deployment keeps personal data
+    (TANDEM_MASK_PII=false, passed in by the caller)."""
+    return mask(text or "") if mask_pii else (text or "")

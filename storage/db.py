@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine
 
 from core.errors import TandemError
-from core.settings import get_settings, unwritable_reason
+from core.settings import unwritable_reason
 from storage import tables  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 
@@ -120,7 +120,7 @@ def _add_missing_columns(engine: Engine) -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def open_database(url: str | None = None) -> Database:
-    """The Database for ``url`` (default: TANDEM_DATABASE_URL or SQLite under TANDEM_HOME), one per URL and process:
-    an engine owns a connection pool, which is meant to be shared."""
-    return Database(url or get_settings().db_url)
+def open_database(url: str) -> Database:
+    """The Database for ``url`` (the settings' ``db_url``: TANDEM_DATABASE_URL or SQLite under TANDEM_HOME), one
+    per URL and process: an engine owns a connection pool, which is meant to be shared."""
+    return Database(url)

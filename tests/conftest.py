@@ -127,9 +127,10 @@ def make_runtime(settings, db, kb, *, llm=None, use_llm=False, **parts):
 def fresh_db(folder: Path, name: str = "tandem"):
     """A database of a test's own (SQLite in ``folder``), tables created and the policy seeded."""
     from chains.bootstrap import prepare_storage
+    from core.settings import get_settings
     from storage.db import open_database
 
-    return prepare_storage(None, open_database(f"sqlite:///{folder / name}.db"))
+    return prepare_storage(get_settings(), open_database(f"sqlite:///{folder / name}.db"))
 
 
 def demo_rows(name: str) -> int:

@@ -24,7 +24,7 @@ from chains.llm.breaker import BreakerState, CircuitBreaker
 from chains.llm.endpoints import TierProfile, parse_tiers_or_default, select_tier
 from chains.llm.load import LoadTracker, OverloadGate, metrics_url_for
 from core.policy import Thresholds
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 # What the CPU vLLM serves the converted SmolLM2 as (tandem llm-server --served-model-name); used only
 # when no model is configured and the endpoint cannot be asked.
@@ -69,10 +69,10 @@ class _Try:
 
 
 class LLMClient(LLM):
-    def __init__(self, settings: Settings | None = None, policy: Callable[[], Thresholds] | None = None, *,
+    def __init__(self, settings: Settings, policy: Callable[[], Thresholds] | None = None, *,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  jitter: Callable[[float, float], float] = random.uniform, poll_metrics: bool = True):
-        self.settings = settings or get_settings()
+        self.settings = settings
         self._policy = policy or (lambda: Thresholds.defaults(self.settings))
         self._clock = clock
         self._sleep = sleep

@@ -91,7 +91,7 @@ if not shown.empty:
         else:
             st.caption("none")
         st.markdown("**Feedback**")
-        ratings = data.feedback_for(ui.db(), chosen)
+        ratings = data.feedback_for(ui.db(), chosen, ui.mask_pii())
         if ratings:
             st.dataframe(pd.DataFrame(ratings)[["rating", "answer_id", "comment", "created_at"]], hide_index=True)
         else:
@@ -101,7 +101,7 @@ if not shown.empty:
 
 st.divider()
 st.subheader("Handoff queue")
-handoffs = data.open_handoffs(ui.db())
+handoffs = data.open_handoffs(ui.db(), ui.mask_pii())
 if handoffs.empty:
     st.caption("No open handoffs.")
 for handoff in handoffs.itertuples():

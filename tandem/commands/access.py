@@ -20,8 +20,9 @@ def register(cli: typer.Typer) -> None:
 
 def _db():
     from chains.bootstrap import prepare_storage
+    from core.settings import get_settings
 
-    return prepare_storage()
+    return prepare_storage(get_settings())
 
 
 @keys_cli.command("create")

@@ -42,5 +42,6 @@ def llm_status() -> None:
     import json
 
     from chains.llm.client import LLMClient
+    from core.settings import get_settings
 
-    typer.echo(json.dumps(LLMClient(poll_metrics=False).status(), indent=2, default=str))
+    typer.echo(json.dumps(LLMClient(get_settings(), poll_metrics=False).status(), indent=2, default=str))

@@ -22,8 +22,9 @@ def register(cli: typer.Typer) -> None:
 
 def _db():
     from chains.bootstrap import prepare_storage
+    from core.settings import get_settings
 
-    return prepare_storage()
+    return prepare_storage(get_settings())
 
 
 def _read_password(from_stdin: bool) -> str:

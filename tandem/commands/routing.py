@@ -102,8 +102,9 @@ def router_train(out: Path = typer.Option(None, help="Artifact path (default: ch
 
 def _database():
     from chains.bootstrap import prepare_storage
+    from core.settings import get_settings
 
-    return prepare_storage()
+    return prepare_storage(get_settings())
 
 
 @router_cli.command("info")

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlmodel import select
 
+from core.settings import get_settings
 from storage.tables import utcnow
 from tests.console.conftest import PAGES, new_app, sign_in
 
@@ -89,7 +90,7 @@ def _logged_last_24h() -> list:
     from storage.tables import RequestLog
 
     since = datetime.now(UTC) - timedelta(hours=24)
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         return list(session.exec(select(RequestLog).where(RequestLog.created_at >= since)))
 
 
@@ -123,11 +124,11 @@ def test_requests_page_filters_by_route_and_shows_the_chains_trace(signed_in, tr
     from storage.db import open_database
     from storage.tables import Handoff
 
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         ours = next(h for h in session.exec(select(Handoff)) if h.user_id == "alice")
     assert "alice@example.com" not in _all_text(at) and "[email]" in ours.note
     at.button(key=f"handoff_done_{ours.id}").click().run()
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         assert session.get(Handoff, ours.id).status == "done"
     assert not [b for b in at.button if b.key == f"handoff_done_{ours.id}"]
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from core.settings import get_settings
 from storage import policy_store
 from storage.db import open_database
 
 
+def _db():
+    return open_database(get_settings().db_url)
+
+
 def _live():
-    return policy_store.current(open_database())
+    return policy_store.current(_db())
 
 
 def _save_button(at):
@@ -26,7 +31,7 @@ def test_tuning_save_is_versioned_read_back_and_rolled_back(signed_in):
     assert live.version == before.version + 1
     assert (live.route_threshold, live.cache_similarity) == (0.62, 0.91)
     assert live.rewrite_threshold == before.rewrite_threshold
-    newest = policy_store.history(open_database(), limit=1)[0]
+    newest = policy_store.history(_db(), limit=1)[0]
     assert (newest.author, newest.reason) == ("alice", "fewer LLM calls at peak")
     assert any(f"Saved version {live.version}." == s.value for s in at.success)
 
@@ -35,7 +40,7 @@ def test_tuning_save_is_versioned_read_back_and_rolled_back(signed_in):
     restored = _live()
     assert restored.version == live.version + 1
     assert (restored.route_threshold, restored.cache_similarity) == (before.route_threshold, before.cache_similarity)
-    assert policy_store.history(open_database(), limit=1)[0].reason == f"rollback to version {before.version}"
+    assert policy_store.history(_db(), limit=1)[0].reason == f"rollback to version {before.version}"
 
 
 def test_tuning_refuses_a_change_without_reason_or_with_bad_hysteresis(signed_in):
@@ -62,4 +67,4 @@ def test_what_if_apply_saves_the_picked_tau(signed_in):
     assert not at.exception
     live = _live()
     assert live.version == before.version + 1 and abs(live.route_threshold - suggested) < 1e-3
-    assert policy_store.history(open_database(), limit=1)[0].reason.startswith("what-if: target LLM share 20%")
+    assert policy_store.history(_db(), limit=1)[0].reason.startswith("what-if: target LLM share 20%")

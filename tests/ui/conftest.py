@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from core.settings import get_settings
 from tandem.processes import free_port  # noqa: F401  (re-exported for the UI tests)
 from tests.apps import GRADIO_CLIENT_HTTPX, UPLOAD_LIMIT_MB, RunningApp, app_env, start_app, stop_app  # noqa: F401
 from tests.llm_server import live
@@ -44,5 +45,5 @@ def request_row(request_id: str):
     from storage.db import open_database
     from storage.tables import RequestLog
 
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         return session.get(RequestLog, request_id)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import select
 
+from core.settings import get_settings
 from tests.apps import wait_until
 from tests.browser import Browser, chromium_path
 from tests.ui.conftest import ARTIFACTS, ASSETS, free_port
@@ -33,7 +34,7 @@ def _rows_since(since: datetime, **where):
     from storage.db import open_database
     from storage.tables import RequestLog
 
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         query = select(RequestLog).where(RequestLog.created_at >= since)
         for key, value in where.items():
             query = query.where(getattr(RequestLog, key) == value)
@@ -67,7 +68,7 @@ def test_chat_page_end_to_end(app_server, browser):
     browser.click("#chat button[aria-label='Dislike']")
 
     def feedback():
-        with open_database().session() as session:
+        with open_database(get_settings().db_url).session() as session:
             return session.exec(select(Feedback).where(Feedback.request_id == row.id)).all()
 
     rated = wait_until(feedback, 20, "the feedback row")

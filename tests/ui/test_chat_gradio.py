@@ -6,6 +6,7 @@ import pytest
 from gradio_client import handle_file
 from PIL import Image
 
+from core.settings import get_settings
 from tests.ui.conftest import ASSETS, UPLOAD_LIMIT_MB, request_row
 
 pytestmark = pytest.mark.slow
@@ -104,7 +105,7 @@ def test_talk_to_a_human_opens_a_handoff(gradio):
     notice, comment_box = gradio.predict("please call me back", api_name="/handoff")  # State is not returned
     assert "ticket #" in notice
     ticket = int(notice.split("ticket #")[1].split(")")[0])
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         row = session.get(Handoff, ticket)
     assert row is not None and row.session_id and row.status == "open"
     assert row.note == "please call me back" and comment_box == ""

@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 
+from core.settings import get_settings
 from tests.ui.conftest import request_row
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def test_feedback_round_trip_and_bad_feedback(api):
     request_id = api.post("/api/v1/chat", json={"message": "where is my refund"}).json()["request_id"]
     ok = api.post("/api/v1/feedback", json={"request_id": request_id, "rating": -1, "comment": "too vague"})
     assert ok.status_code == 200 and ok.json() == {"ok": True, "request_id": request_id}
-    with open_database().session() as session:
+    with open_database(get_settings().db_url).session() as session:
         rows = session.exec(select(Feedback).where(Feedback.request_id == request_id)).all()
     assert [(r.rating, r.comment) for r in rows] == [(-1, "too vague")]
 
