@@ -261,3 +261,15 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def restart_llm(server, log: Callable[[str], None]) -> None:
+    log("  the LLM server is not running (stopped from outside?); starting it again")
+    server.start(wait=True, timeout=240)
+
+
+def wait_and_warm(server) -> bool:
+    """The bench's first LLM section: the server answers, and one request has paid the first-call costs."""
+    server.wait_ready(timeout=300)
+    server.warm_up()
+    return True

@@ -234,7 +234,7 @@ def _policies(result: dict, sizes, clock: Clock, settings, homes: dict, tmp: Pat
                     if r["route"] == "llm" and not r["rewrite"]]
         rng().shuffle(llm_pool)
         log(f"  app traffic: {len(small_pool)} small-path messages, {len(llm_pool)} LLM-path messages")
-        ready = _section(result, "llm_server", clock, _wait_llm, llm_server)
+        ready = _section(result, "llm_server", clock, llm_levels.wait_and_warm, llm_server)
         sampled = _section(result, "llm_sample", clock, policies.sample_llm_calls, groups, sizes.llm_sample_calls,
                            sizes.llm_budget_s, llm_server, log) if ready else None
         calls, result["llm_server_events"] = sampled if sampled else (None, {})
@@ -317,6 +317,7 @@ def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: 
                 settings) -> dict:
     """Section 2 on the started app; returns the traffic the later app sections use."""
     from bench import http_load
+    from bench.llm_levels import restart_llm
 
     result["cold_start_s"] = app.cold_start_s
     result["rss_after_start_mib"] = app.rss_mib()
@@ -330,7 +331,7 @@ def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: 
                           candidates or ["How do I return an item?"]) or []
     if not llm_server.alive():
         result.setdefault("llm_server_events", {}).setdefault("stopped_before_end_to_end", True)
-        _section(result, "end_to_end", clock, _restart_llm, llm_server)
+        _section(result, "end_to_end", clock, lambda server: restart_llm(server, log), llm_server)
     e2e = _section(result, "end_to_end", clock, http_load.per_route, app, per_route_small,
                    cache_warm or candidates, llm_pool[:sizes.http_llm_calls], sizes, log)
     if e2e:
@@ -363,23 +364,12 @@ def _engine_label(server) -> str:
 
 
 def _llm_levels(server, prompts, sizes, max_tokens: int) -> dict:
-    from bench.llm_levels import run_levels
+    from bench.llm_levels import restart_llm, run_levels
 
     if not server.alive():
-        _restart_llm(server)
+        restart_llm(server, log)
     server.wait_ready(timeout=300)
     return run_levels(server, prompts, sizes, max_tokens, log)
-
-
-def _restart_llm(server) -> None:
-    log("  the LLM server is not running (stopped from outside?); starting it again")
-    server.start(wait=True, timeout=240)
-
-
-def _wait_llm(server) -> bool:
-    server.wait_ready(timeout=300)
-    server.warm_up()
-    return True
 
 
 def _write(result: dict, args) -> None:
