@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from chains.schema import SMALL_ROUTE
+from chains.schema import LLM_ROUTE, SMALL_ROUTE
 from core.policy import Thresholds
 from offline.datasets import Query
 from offline.route_batch import batch_chain, route_record
@@ -44,7 +44,7 @@ def clarify_report(off: list[dict], on: list[dict], queries: list[Query]) -> dic
             "top_answer_wrong_but_offered": int((asked & ins & offered & ~top_right).sum()),
             "small_precision_off": share(right_off, ins & small_off),
             "small_precision_on": share(right_on, kept),
-            "in_scope_to_llm_on": share(~(small_on | asked), ins)}
+            "in_scope_to_llm_on": share(np.array([r["route"] == LLM_ROUTE for r in on]), ins)}
 
 
 def run_clarify_eval(kbs: dict[str, tuple[object, list[Query]]], log: Callable[[str], None] = print) -> dict:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chains.tiers.base import SMALL_ROUTE
+from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from core.policy import Thresholds
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
@@ -100,9 +100,11 @@ def baseline_report(records: list[dict], queries: list[Query]) -> dict:
 
 
 def product_report(records: list[dict], queries: list[Query]) -> dict:
-    """What customers see at the product thresholds: a rewrite counts as sent to the LLM."""
+    """What customers see at the product thresholds: a rewrite counts as sent to the LLM; an answer by a tool (the
+    order status, for a message with an order number) or a handoff is neither the small tier's nor the LLM's."""
     y = np.array([q.needs_llm for q in queries])
     small = np.array([r["route"] == SMALL_ROUTE for r in records])
+    to_llm = np.array([r["route"] == LLM_ROUTE for r in records])  # route_record reports a rewrite as llm
     correct = np.array([r["answer_id"] == q.answer_id for r, q in zip(records, queries)])
     rewrite = np.array([bool(r["rewrite"]) for r in records])
     ins = y == 0
@@ -111,8 +113,8 @@ def product_report(records: list[dict], queries: list[Query]) -> dict:
             "top1": round(float(correct[ins].mean()), 4),
             "correct_on_small": round(float(correct[ins & small].mean()), 4) if (ins & small).any() else None,
             "correct_and_small": round(float((correct & small)[ins].mean()), 4),
-            "in_scope_to_llm": round(float((~small)[ins].mean()), 4),
-            "oos_to_llm": round(float((~small)[~ins].mean()), 4) if (~ins).any() else None,
+            "in_scope_to_llm": round(float(to_llm[ins].mean()), 4),
+            "oos_to_llm": round(float(to_llm[~ins].mean()), 4) if (~ins).any() else None,
             "right_drafts_rewritten": round(float(rewrite[right_draft].mean()), 4) if right_draft.any() else None,
             "auroc": _auroc(y, _p(records)) if 0 < y.sum() < len(y) else None,
             "baselines": baseline_report(records, queries)}

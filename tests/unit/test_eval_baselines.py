@@ -47,3 +47,18 @@ def test_baseline_report_leaves_out_what_a_set_cannot_measure():
     assert table[3:] == ["| measure | learned score | max-cosine | KB top score | top-two margin |",
                          "|---|---|---|---|---|",
                          "| Bitext test: right vs wrong top answer (`draft_quality`) | 1.000 | – | 1.000 | 1.000 |"]
+
+
+def test_an_order_answered_by_the_tool_is_not_counted_as_sent_to_the_llm():
+    from offline.evaluate import product_report
+
+    queries = [Query("where is NW-104233", 0, "order_status", "t"), Query("refund?", 0, "refund", "t"),
+               Query("b", 0, "cancel", "t"), Query("tell me a joke", 1, "", "t"), Query("poem", 1, "", "t")]
+    records = [{**_record("", 1.0, 0.0, 0.0, 0.0, 0.0), "route": "tool", "rewrite": False},
+               {**_record("refund", 0.1, 0.9, 0.8, 0.3, 0.9), "route": "small", "rewrite": False},
+               {**_record("cancel", 0.2, 0.8, 0.6, 0.1, 0.3), "route": "llm", "rewrite": True},  # a rewrite
+               {**_record("refund", 0.9, 0.2, 0.4, 0.1, 0.5), "route": "llm", "rewrite": False},
+               {**_record("refund", 0.1, 0.7, 0.7, 0.1, 0.8), "route": "small", "rewrite": False}]
+    report = product_report(records, queries)
+    assert report["in_scope_to_llm"] == round(1 / 3, 4)  # the rewrite only; the tool's answer is no LLM call
+    assert report["oos_to_llm"] == 0.5
