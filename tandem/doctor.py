@@ -52,6 +52,9 @@ def run_doctor(load: bool = True) -> int:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name)})")
             continue
+        if name in model_files.OPTIONAL_MODELS and settings.encoder != name:  # an encoder only some choose
+            print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name}); {_wheels(name)}")
+            continue
         healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
@@ -80,6 +83,17 @@ def _encoder_line(encoder) -> str:
     served = encoder.describe()
     line = f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by {served['backend']}"
     return line + (f" ({served['problem']})" if served.get("problem") else "")
+
+
+def _wheels(name: str) -> str:
+    """Whether an optional model's wheels are installed, without assembling it."""
+    from core import model_files
+
+    spec = model_files.REGISTRY[name]
+    try:
+        return f"wheels {spec.package} {md.version(spec.package.split('..')[0])} installed"
+    except md.PackageNotFoundError:
+        return f"wheels not installed (Fix: {spec.fix})"
 
 
 def _where(name: str) -> str:
