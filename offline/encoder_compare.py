@@ -172,6 +172,17 @@ def latencies(encoder: OnnxEncoder, texts: Sequence[str], repeats: int) -> np.nd
     return np.median(runs, axis=0)
 
 
+def paired(reference: np.ndarray, other: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """Held-out messages ``other`` gets right and ``reference`` wrong (gained), the reverse (lost), and the exact
+    two-sided sign test (McNemar) on them: how sure a difference in top-1 is on the same messages."""
+    from scipy.stats import binomtest
+
+    right_ref, right_other = reference.argmax(1) == gold, other.argmax(1) == gold
+    gained, lost = int((right_other & ~right_ref).sum()), int((right_ref & ~right_other).sum())
+    p_value = binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
+    return {"gained": gained, "lost": lost, "p_value": round(float(p_value), 4)}
+
+
 def _ms(values: np.ndarray) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(values, 50)), 2), "p95_ms": round(float(np.percentile(values, 95)), 2)}
 
@@ -238,22 +249,25 @@ def run(tune: bool = True, repeats: int = 3, max_escalation: float = MAX_ESCALAT
         report["baseline_heldout_route_top1"] = baseline
 
     shipped = "minilm-tuned" if tune else "minilm-base"
-    rows: dict[str, dict] = {name: {scorer: round(top1(s.scores["heldout"][scorer], gold["heldout"]), 4)
-                                    for scorer in SCORERS} for name, s in spaces.items()}
+    held: dict[str, dict[str, np.ndarray]] = {name: dict(s.scores["heldout"]) for name, s in spaces.items()}
     choices: dict[str, dict] = {}
     escalation: dict[str, float] = {}
     first, second = spaces[shipped], spaces["mpnet-base"]
+    fused_name, cascade_name = f"fused ({shipped} + mpnet)", f"cascade ({shipped}, then mpnet)"
     for scorer in SCORERS:
         choice = choose(first.scores["dev"][scorer], second.scores["dev"][scorer], gold["dev"], max_escalation,
                         margins(first.scores["dev_all"][scorer]))
         choices[scorer] = choice.__dict__
         held_first, held_second = first.scores["heldout"][scorer], second.scores["heldout"][scorer]
-        held_fused = fused(held_first, held_second, choice.weight)
-        rows.setdefault(f"fused ({shipped} + mpnet)", {})[scorer] = round(top1(held_fused, gold["heldout"]), 4)
-        scores, escalate = cascaded(held_first, held_second if choice.escalate_to == "mpnet" else held_fused,
-                                    choice.margin)
-        rows.setdefault(f"cascade ({shipped}, then mpnet)", {})[scorer] = round(top1(scores, gold["heldout"]), 4)
+        held.setdefault(fused_name, {})[scorer] = held_fused = fused(held_first, held_second, choice.weight)
+        held.setdefault(cascade_name, {})[scorer], escalate = cascaded(
+            held_first, held_second if choice.escalate_to == "mpnet" else held_fused, choice.margin)
         escalation[scorer] = round(float(escalate.mean()), 4)
+    rows = {name: {scorer: round(top1(scores, gold["heldout"]), 4) for scorer, scores in by.items()}
+            for name, by in held.items()}
+    report["heldout_paired_vs_shipped"] = {name: {scorer: paired(held[shipped][scorer], scores, gold["heldout"])
+                                                  for scorer, scores in by.items()}
+                                           for name, by in held.items() if name != shipped}
     report["heldout_top1"] = rows
     report["choices_on_dev"] = choices
     report["cascade_heldout_escalation"] = escalation
@@ -285,19 +299,22 @@ def markdown(report: dict) -> str:
              f"message at a time, {report['threads']} thread(s) on {report['cpus']} cores, median of "
              f"{lat['repeats']} passes per message over all {report['n_heldout']} held-out messages (load average "
              f"{lat['load_average_after'][0]} when done).", "",
-             "| held-out | kNN top-1 | mean of 3 nearest, top-1 | KB search top-1 (as served) | encode p50 / p95 ms |",
-             "|---|---|---|---|---|"]
+             "| held-out | kNN top-1 | mean of 3 nearest, top-1 | KB search top-1 (as served) | KB search against the "
+             "shipped: right instead of wrong / wrong instead of right (sign test p) | encode p50 / p95 ms |",
+             "|---|---|---|---|---|---|"]
     names = {"minilm-base": "MiniLM base", "minilm-tuned": "MiniLM tuned on the KB (shipped)", "mpnet-base": "mpnet base"}
     for name, row in rows.items():
         label = names.get(name, name)
         if name == cascade:
             label += f" (escalates {lat['cascade_escalation_all_heldout']:.0%} of held-out messages, KB scorer)"
         timing = lat.get(name, {})
-        lines.append(f"| {label} | {row['knn']:.3f} | {row['mean3']:.3f} | {row['kb']:.3f} | "
+        versus = report["heldout_paired_vs_shipped"].get(name, {}).get("kb")
+        against = f"+{versus['gained']} / −{versus['lost']} (p = {versus['p_value']:.2f})" if versus else "–"
+        lines.append(f"| {label} | {row['knn']:.3f} | {row['mean3']:.3f} | {row['kb']:.3f} | {against} | "
                      f"{timing.get('p50_ms', float('nan')):.1f} / {timing.get('p95_ms', float('nan')):.1f} |")
     for name, value in report["baseline_heldout_route_top1"].items():
         lines.append(f"| the product's chain, {names.get(name, name)} (`make eval`'s held-out top-1) | | | "
-                     f"{value:.3f} | |")
+                     f"{value:.3f} | | |")
     lines += ["", "Chosen on development messages (fusion weight = MiniLM's share; the cascade escalates below the "
               "margin between MiniLM's top two answers):", "",
               "| scorer | fusion weight | dev top-1 fused | cascade margin | escalates to | dev escalation | dev top-1 cascade |",

@@ -50,3 +50,14 @@ def test_choose_never_names_the_held_out_set_and_run_calls_it_with_dev_scores():
     assert "heldout" not in source and "held_out" not in source
     run = inspect.getsource(encoder_compare.run)
     assert "choose(first.scores[\"dev\"]" in run and "choose(first.scores[\"heldout" not in run
+
+
+def test_paired_counts_the_messages_each_side_alone_gets_right():
+    from offline.encoder_compare import paired
+
+    gold = np.array([0, 0, 1, 1])
+    reference = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])  # right on rows 0-1
+    other = np.array([[0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])  # right on rows 1-3
+    result = paired(reference, other, gold)
+    assert (result["gained"], result["lost"]) == (2, 1)
+    assert 0.0 < result["p_value"] <= 1.0
