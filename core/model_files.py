@@ -273,7 +273,9 @@ REGISTRY: dict[str, ModelSpec] = {
     "mpnet": ModelSpec("mpnet", f"{MPNET_PACKAGES[0]}..{MPNET_PARTS}",
                        "a stronger English encoder (768-d), optional (TANDEM_ENCODER=mpnet)", MPNET_FIX, mpnet_folder),
 }
-OPTIONAL_MODELS = ("mpnet",)  # found and loaded only when selected (`tandem doctor` shows them, never requires them)
+# Models only some installs select, with their wheels: found and loaded only when selected (`tandem doctor` shows
+# them, never requires them).
+OPTIONAL_MODELS: dict[str, tuple[str, ...]] = {"mpnet": MPNET_PACKAGES}
 
 
 def model_path(name: str) -> Path:

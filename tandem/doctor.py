@@ -89,11 +89,18 @@ def _wheels(name: str) -> str:
     """Whether an optional model's wheels are installed, without assembling it."""
     from core import model_files
 
-    spec = model_files.REGISTRY[name]
+    packages = model_files.OPTIONAL_MODELS[name]
+    missing = [p for p in packages if not _installed_version(p)]
+    if missing:
+        return f"{len(missing)} of its {len(packages)} wheels not installed (Fix: {model_files.REGISTRY[name].fix})"
+    return f"its {len(packages)} wheels installed ({packages[0]} {_installed_version(packages[0])} ...)"
+
+
+def _installed_version(package: str) -> str:
     try:
-        return f"wheels {spec.package} {md.version(spec.package.split('..')[0])} installed"
+        return md.version(package)
     except md.PackageNotFoundError:
-        return f"wheels not installed (Fix: {spec.fix})"
+        return ""
 
 
 def _where(name: str) -> str:

@@ -3,6 +3,7 @@ served behind the encoder registry as ``mpnet``, and exported to ONNX without ``
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 
 import numpy as np
@@ -15,8 +16,6 @@ pytestmark = pytest.mark.slow
 
 
 def test_mpnet_is_assembled_from_its_five_wheels_into_a_folder_named_by_their_versions_and_kept(tmp_path):
-    import importlib.metadata
-
     folder = mpnet_folder(tmp_path)
     versions = {p: importlib.metadata.version(p) for p in MPNET_PACKAGES}
     assert folder.parent.name == f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
@@ -50,3 +49,13 @@ def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(tmp_path):
     assert [i.name for i in exported._session.get_inputs()] == ["input_ids", "attention_mask"]
     torch_vectors = TransformerEncoder(folder, "mpnet").encode_queries(texts[:6])
     assert float((exported.encode_queries(texts[:6]) * torch_vectors).sum(1).min()) > 0.9999
+
+
+def test_doctor_lists_mpnet_as_optional_with_its_wheels_when_another_encoder_is_selected(settings, capsys):
+    from tandem.doctor import run_doctor
+
+    assert settings.encoder != "mpnet"
+    run_doctor(load=False)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "model mpnet" in line]
+    assert lines == ["  --   model mpnet: optional, not selected (TANDEM_ENCODER=mpnet); its 5 wheels installed "
+                     f"({MPNET_PACKAGES[0]} {importlib.metadata.version(MPNET_PACKAGES[0])} ...)"]
