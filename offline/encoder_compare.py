@@ -1,15 +1,17 @@
 """A stronger encoder where it pays, measured (issue 40, item 1): MiniLM (base and KB-tuned), all-mpnet-base-v2,
-the two fused, and a cascade that runs mpnet only when MiniLM is unsure, on the Bitext FAQ.
+the two fused, and a cascade that runs mpnet only when MiniLM is unsure.
 
-    .venv/bin/python -m offline.encoder_compare [--out reports/encoder_compare.json] [--no-tune]
+    .venv/bin/python -m offline.encoder_compare [--kb bitext|demo] [--out reports/encoder_compare.json] [--no-tune]
 
-The KB and the sets are those of `make eval`'s held-out row (README "Routing"): the Bitext FAQ (its 27 answers and
-its train questions), the hand-written development set (`knowledge/eval/bitext_dev.csv`) to choose every parameter,
-the hand-written held-out set (`bitext_heldout.csv`) to report. Top-1 counts the in-scope messages.
+``--kb bitext`` (the default) uses the KB and the sets of `make eval`'s held-out row (README "Routing"): the Bitext
+FAQ (its 27 answers and its train questions), the hand-written development set (`knowledge/eval/bitext_dev.csv`) to
+choose every parameter, the hand-written held-out set (`bitext_heldout.csv`) to report. ``--kb demo``: the demo shop's
+English answers and stored questions, with the dev and held-out splits of `knowledge/eval/demo_shop.csv`. Top-1
+counts the in-scope messages.
 
 Three scorers give each answer a score for a message:
-* ``knn``: the cosine of the answer's nearest stored train question (kNN top-1);
-* ``mean3``: the mean cosine of the answer's 3 nearest stored train questions;
+* ``knn``: the cosine of the answer's nearest stored question (kNN top-1);
+* ``mean3``: the mean cosine of the answer's 3 nearest stored questions;
 * ``kb``: the KB's own hybrid search as the product runs it (the message's focus, dense kNN fused with BM25 and
   the answer head; knowledge.chroma_kb), built with each encoder.
 
@@ -188,7 +190,46 @@ def _ms(values: np.ndarray) -> dict[str, float]:
 
 
 # --- the run --------------------------------------------------------------------------------------------------
-def run(tune: bool = True, repeats: int = 3, max_escalation: float = MAX_ESCALATION,
+@dataclass(frozen=True)
+class Corpus:
+    """A KB (answers and stored questions, as CSVs `throwaway_kb` reads) with its development and held-out sets."""
+
+    name: str
+    title: str
+    answers: list[str]
+    questions: list[Query]
+    dev: list[Query]
+    heldout: list[Query]
+    files: Callable[[Path], tuple[Path, Path]]  # work folder -> (answers CSV, questions CSV)
+
+
+def bitext_corpus() -> Corpus:
+    """`make eval`'s held-out row: the Bitext FAQ (answers + train questions), the hand-written dev/held-out sets."""
+    answer_texts, train = ds.bitext_answers(), ds.bitext("train")
+    return Corpus("bitext", "the Bitext FAQ", sorted(answer_texts), train, ds.bitext_dev(), ds.bitext_heldout(),
+                  lambda work: ds.write_kb_csvs(work / "bitext", answer_texts, [(q.text, q.answer_id) for q in train]))
+
+
+def demo_corpus() -> Corpus:
+    """The demo shop in English (its answers and stored questions as shipped) and the demo-shop set's dev and
+    held-out splits (knowledge/eval/demo_shop.csv, written apart from the stored questions)."""
+    from knowledge.demo_kb import DEMO_DIR
+
+    answers = [r["answer_id"] for r in ds.read_csv(DEMO_DIR / "answers.csv")]
+    questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(DEMO_DIR / "questions.csv")]
+
+    def split(name: str) -> list[Query]:
+        return [Query(r["query"], int(r["in_scope"] != "True"), r["answer_id"], f"demo-{name}")
+                for r in ds.read_csv(ds.EVAL_DIR / "demo_shop.csv") if r["split"] == name]
+
+    return Corpus("demo", "the demo shop (English)", sorted(answers), questions, split("dev"), split("heldout"),
+                  lambda work: (DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv"))
+
+
+CORPORA: dict[str, Callable[[], Corpus]] = {"bitext": bitext_corpus, "demo": demo_corpus}
+
+
+def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: float = MAX_ESCALATION,
         log: Callable[[str], None] = print) -> dict:
     from core.policy import Thresholds
     from offline.encoder_tuning import tune_for_kb
@@ -196,24 +237,22 @@ def run(tune: bool = True, repeats: int = 3, max_escalation: float = MAX_ESCALAT
 
     settings = get_settings()
     started = time.perf_counter()
-    train = ds.bitext("train")
-    answer_texts = ds.bitext_answers()
-    answers = sorted(answer_texts)
+    train, answers = corpus.questions, corpus.answers
     column = {a: j for j, a in enumerate(answers)}
-    dev_all, heldout_all = ds.bitext_dev(), ds.bitext_heldout()
+    dev_all, heldout_all = corpus.dev, corpus.heldout
     # Top-1 reads the in-scope messages; the cascade's escalation share and latency read every held-out message
     # (all of them are routed, out of scope or not).
     sets = {"dev": [q for q in dev_all if not q.needs_llm], "heldout": [q for q in heldout_all if not q.needs_llm],
             "dev_all": dev_all, "heldout_all": heldout_all}
     gold = {split: np.array([column[q.answer_id] for q in sets[split]]) for split in ("dev", "heldout")}
-    gate_texts = [q.text for q in train[::17]]  # the int8 gate reads the KB's own questions (train), as kb tune's does
-    gate_labels = [q.answer_id for q in train[::17]]
-    report: dict = {"date": date.today().isoformat(), "kb": "Bitext FAQ (27 answers + train questions)",
-                    "n_kb_questions": len(train), "n_dev_in_scope": len(sets["dev"]),
+    step = max(1, len(train) // 300)  # the int8 gate reads the KB's own questions, as kb tune's does
+    gate_texts, gate_labels = [q.text for q in train[::step]], [q.answer_id for q in train[::step]]
+    report: dict = {"date": date.today().isoformat(), "corpus": corpus.name, "kb": corpus.title,
+                    "n_kb_questions": len(train), "n_kb_answers": len(answers), "n_dev_in_scope": len(sets["dev"]),
                     "n_heldout_in_scope": len(sets["heldout"]), "n_heldout": len(heldout_all),
                     "threads": settings.torch_threads, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="tandem-compare-") as tmp:
-        files = ds.write_kb_csvs(Path(tmp) / "bitext", answer_texts, [(q.text, q.answer_id) for q in train])
+        files = corpus.files(Path(tmp))
         spaces: dict[str, Space] = {}
         served: dict[str, OnnxEncoder] = {}
 
@@ -293,8 +332,9 @@ def markdown(report: dict) -> str:
     rows, lat, choices = report["heldout_top1"], report["latency"], report["choices_on_dev"]
     shipped = "minilm-tuned" if "minilm-tuned" in rows else "minilm-base"
     cascade = f"cascade ({shipped}, then mpnet)"
-    lines = [f"Measured {report['date']} by `python -m offline.encoder_compare`: the Bitext FAQ ({report['n_kb_questions']} "
-             f"train questions), {report['n_heldout_in_scope']} in-scope held-out messages (top-1), every parameter "
+    lines = [f"Measured {report['date']} by `python -m offline.encoder_compare --kb {report['corpus']}`: {report['kb']} "
+             f"({report['n_kb_answers']} answers, {report['n_kb_questions']} stored questions), "
+             f"{report['n_heldout_in_scope']} in-scope held-out messages (top-1), every parameter "
              f"chosen on the {report['n_dev_in_scope']} in-scope development messages. Latency: ONNX fp32, one "
              f"message at a time, {report['threads']} thread(s) on {report['cpus']} cores, median of "
              f"{lat['repeats']} passes per message over all {report['n_heldout']} held-out messages (load average "
@@ -313,7 +353,7 @@ def markdown(report: dict) -> str:
         lines.append(f"| {label} | {row['knn']:.3f} | {row['mean3']:.3f} | {row['kb']:.3f} | {against} | "
                      f"{timing.get('p50_ms', float('nan')):.1f} / {timing.get('p95_ms', float('nan')):.1f} |")
     for name, value in report["baseline_heldout_route_top1"].items():
-        lines.append(f"| the product's chain, {names.get(name, name)} (`make eval`'s held-out top-1) | | | "
+        lines.append(f"| the product's chain, {names.get(name, name)} (routed as `make eval` routes) | | | "
                      f"{value:.3f} | | |")
     lines += ["", "Chosen on development messages (fusion weight = MiniLM's share; the cascade escalates below the "
               "margin between MiniLM's top two answers):", "",
@@ -327,19 +367,22 @@ def markdown(report: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--kb", choices=sorted(CORPORA), default="bitext",
+                        help="bitext: make eval's held-out row (default); demo: the demo shop and its set's splits.")
+    parser.add_argument("--out", type=Path, default=None, help=f"Default {DEFAULT_OUT} (bitext), or with the KB's name.")
     parser.add_argument("--no-tune", action="store_true", help="MiniLM base only (no KB-tuned encoder).")
     parser.add_argument("--repeats", type=int, default=3, help="Latency passes over the held-out messages.")
     parser.add_argument("--max-escalation", type=float, default=MAX_ESCALATION,
                         help="Most of the dev messages the cascade may send to mpnet.")
     args = parser.parse_args()
-    report = run(tune=not args.no_tune, repeats=args.repeats, max_escalation=args.max_escalation)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    out = args.out or (DEFAULT_OUT if args.kb == "bitext" else DEFAULT_OUT.with_name(f"{DEFAULT_OUT.stem}_{args.kb}.json"))
+    report = run(CORPORA[args.kb](), tune=not args.no_tune, repeats=args.repeats, max_escalation=args.max_escalation)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=1), encoding="utf-8")
     table = markdown(report)
-    args.out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
+    out.with_suffix(".md").write_text(table + "\n", encoding="utf-8")
     print(table)
-    print(f"{report['seconds']} s -> {args.out}, {args.out.with_suffix('.md')}")
+    print(f"{report['seconds']} s -> {out}, {out.with_suffix('.md')}")
 
 
 if __name__ == "__main__":
