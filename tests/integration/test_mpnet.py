@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -15,7 +16,15 @@ from core.model_files import MPNET_PACKAGES, STAMP_FILE, mpnet_folder
 pytestmark = pytest.mark.slow
 
 
-def test_mpnet_is_assembled_from_its_five_wheels_into_a_folder_named_by_their_versions_and_kept(tmp_path):
+@pytest.fixture
+def scratch(tmp_path):
+    """tmp_path, emptied afterwards: these tests write 0.5 to 0.9 GB (pytest keeps the last runs' folders)."""
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_mpnet_is_assembled_from_its_five_wheels_into_a_folder_named_by_their_versions_and_kept(scratch):
+    tmp_path = scratch
     folder = mpnet_folder(tmp_path)
     versions = {p: importlib.metadata.version(p) for p in MPNET_PACKAGES}
     assert folder.parent.name == f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
@@ -36,7 +45,8 @@ def test_mpnet_loads_by_name_and_puts_a_paraphrase_nearer_its_question_than_an_u
     assert question @ paraphrase > question @ unrelated
 
 
-def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(tmp_path):
+def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(scratch):
+    tmp_path = scratch
     from offline.encoder_export import export_and_gate
 
     folder = mpnet_folder()
