@@ -23,7 +23,8 @@ tune`), or the base with ``--no-tune``. A baseline row routes the held-out set t
 tuned encoder, as `make eval` does (README: 0.853).
 
 Latency: each encoder's ONNX fp32 export run on one message at a time (threads: TANDEM_TORCH_THREADS, as served),
-every held-out message ``--repeats`` times, the median of a message's repeats kept, then p50/p95 over messages.
+the encoders taking turns on every held-out message, ``--repeats`` passes, the median of a message's repeats kept,
+then p50/p95 over messages.
 A cascade message costs MiniLM's time plus mpnet's when it escalates, a fused one both.
 """
 
@@ -162,16 +163,20 @@ def space(name: str, encoder: Encoder, kb: ChromaKnowledgeBase, questions: list[
     return Space(name, scores)
 
 
-def latencies(encoder: OnnxEncoder, texts: Sequence[str], repeats: int) -> np.ndarray:
-    """Milliseconds to embed each text alone (not through the query memo), the median of ``repeats`` passes."""
-    encoder.encode_queries([texts[0]])  # warm-up
-    runs = np.zeros((repeats, len(texts)))
+def latencies(encoders: dict[str, OnnxEncoder], texts: Sequence[str], repeats: int) -> dict[str, np.ndarray]:
+    """Milliseconds each encoder takes to embed each text alone (not through the query memo), the median of
+    ``repeats`` passes. The encoders take turns on every message, so a busy moment of a shared machine falls on all
+    of them alike rather than on whichever was being timed."""
+    for encoder in encoders.values():
+        encoder.encode_queries([texts[0]])  # warm-up
+    runs = {name: np.zeros((repeats, len(texts))) for name in encoders}
     for r in range(repeats):
         for i, text in enumerate(texts):
-            started = time.perf_counter()
-            encoder.encode_queries([text])
-            runs[r, i] = (time.perf_counter() - started) * 1000
-    return np.median(runs, axis=0)
+            for name, encoder in encoders.items():
+                started = time.perf_counter()
+                encoder.encode_queries([text])
+                runs[name][r, i] = (time.perf_counter() - started) * 1000
+    return {name: np.median(values, axis=0) for name, values in runs.items()}
 
 
 def paired(reference: np.ndarray, other: np.ndarray, gold: np.ndarray) -> dict[str, float]:
@@ -313,7 +318,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
 
     log(f"latency: one message at a time, {repeats} passes over {len(heldout_all)} held-out messages")
     texts = [q.text for q in heldout_all]
-    ms = {name: latencies(encoder, texts, repeats) for name, encoder in served.items()}
+    ms = latencies(served, texts, repeats)
     kb_choice = choices["kb"]  # the cascade the product would run: on the KB's own scores
     escalate_all = margins(first.scores["heldout_all"]["kb"]) < kb_choice["margin"]
     report["latency"] = {
