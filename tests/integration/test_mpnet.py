@@ -1,0 +1,71 @@
+"""all-mpnet-base-v2 (issue 40), the optional stronger English encoder: assembled once from its five chunk wheels,
+served behind the encoder registry as ``mpnet``, and exported to ONNX without ``token_type_ids`` (MPNet has none)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from core.encoders import OnnxEncoder, TransformerEncoder, load_encoder
+from core.model_files import MPNET_PACKAGES, STAMP_FILE, mpnet_folder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    """tmp_path, emptied afterwards: these tests write 0.5 to 0.9 GB (pytest keeps the last runs' folders)."""
+    yield tmp_path
+    shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_mpnet_is_assembled_from_its_five_wheels_into_a_folder_named_by_their_versions_and_kept(scratch):
+    tmp_path = scratch
+    folder = mpnet_folder(tmp_path)
+    versions = {p: importlib.metadata.version(p) for p in MPNET_PACKAGES}
+    assert folder.parent.name == f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
+    assert (folder / "model.safetensors").is_file() and (folder / "modules.json").is_file()
+    stamp = json.loads((folder / STAMP_FILE).read_text())
+    assert stamp["packages"] == versions
+    assert not list(tmp_path.rglob("*.zip")) and not list(tmp_path.rglob("desktop.ini"))  # the joined zip is gone
+    made = (folder / STAMP_FILE).stat().st_mtime_ns
+    assert mpnet_folder(tmp_path) == folder and (folder / STAMP_FILE).stat().st_mtime_ns == made  # not made again
+
+
+def test_mpnet_loads_by_name_and_puts_a_paraphrase_nearer_its_question_than_an_unrelated_message(settings):
+    mpnet = load_encoder("mpnet", settings=settings)
+    assert (mpnet.name, mpnet.dim, mpnet.problem) == ("mpnet", 768, "")
+    question, paraphrase, unrelated = mpnet.encode_queries(
+        ["how do I get my money back for an order", "I'd like a refund on what I bought", "what time is the match tonight"])
+    assert np.isclose(np.linalg.norm(question), 1.0, atol=1e-4)
+    assert question @ paraphrase > question @ unrelated
+
+
+def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(scratch):
+    tmp_path = scratch
+    from offline.encoder_export import export_and_gate
+
+    folder = mpnet_folder()
+    texts = ["how do I track my order", "where is my parcel", "reset my password", "forgot my login",
+             "refund please", "money back for a broken kettle"] * 3
+    labels = ["track", "track", "password", "password", "refund", "refund"] * 3
+    record = export_and_gate(folder, tmp_path / "onnx", texts, labels, log=lambda line: None)
+    assert (record["chosen"] == "onnx-int8") == (record["int8_top1_agreement"] >= record["gate"])
+    exported = OnnxEncoder(tmp_path / "onnx", "mpnet", "model.onnx", record["version"])
+    assert [i.name for i in exported._session.get_inputs()] == ["input_ids", "attention_mask"]
+    torch_vectors = TransformerEncoder(folder, "mpnet").encode_queries(texts[:6])
+    assert float((exported.encode_queries(texts[:6]) * torch_vectors).sum(1).min()) > 0.9999
+
+
+def test_doctor_lists_mpnet_as_optional_with_its_wheels_when_another_encoder_is_selected(settings, capsys):
+    from tandem.doctor import run_doctor
+
+    assert settings.encoder != "mpnet"
+    run_doctor(load=False)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "model mpnet" in line]
+    assert lines == ["  --   model mpnet: optional, not selected (TANDEM_ENCODER=mpnet); its 5 wheels installed "
+                     f"({MPNET_PACKAGES[0]} {importlib.metadata.version(MPNET_PACKAGES[0])} ...)"]
