@@ -31,6 +31,7 @@ import numpy as np
 from sqlalchemy import and_, or_, select
 
 from core.pii import MASKED, find_pii
+from ops.logframes import masked
 from storage.db import Database
 from storage.tables import RequestLog, table_of
 
@@ -192,3 +193,12 @@ def recurring_questions(db: Database, embed: Embed, since: datetime | None = Non
     the first ``top`` when given."""
     groups = group_questions(llm_bound(db, since, until, limit), embed, threshold, space_of, min_count)
     return groups[:top] if top is not None else groups
+
+
+def table_rows(groups: Sequence[RecurringGroup], mask_pii: bool = True) -> list[dict[str, object]]:
+    """The groups as the console and `tandem ops recurring` show them; customer text masked unless the deployment
+    keeps personal data (TANDEM_MASK_PII=false, passed in by the caller)."""
+    return [{"question": masked(g.representative, mask_pii), "count": g.count, "sessions": g.sessions,
+             "last_seen": g.last_seen, "personal": g.personal, "personal_data": ", ".join(g.personal_kinds),
+             "examples": " | ".join(masked(text, mask_pii) for text in g.examples),
+             "sent_as": ", ".join(f"{kind} {n}" for kind, n in sorted(g.kinds.items()))} for g in groups]
