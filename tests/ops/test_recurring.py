@@ -100,3 +100,34 @@ def test_each_vector_space_is_grouped_apart_with_its_own_threshold(tmp_path, emb
     spaces = recurring_questions(db, embed, space_of=lambda text: "zh" if "which" in text else "", min_count=1)
     assert sorted(g.space for g in spaces) == ["", "zh"]
     assert SIMILARITY["zh"] > SIMILARITY[""]
+
+
+@pytest.fixture
+def cli_db(tmp_path, monkeypatch):
+    from core.settings import reset_settings
+
+    db = fresh_db(tmp_path, "recurring-cli")
+    monkeypatch.setenv("TANDEM_DATABASE_URL", f"sqlite:///{tmp_path / 'recurring-cli'}.db")
+    reset_settings()
+    yield db
+    monkeypatch.undo()
+    reset_settings()
+
+
+def test_the_cli_prints_the_largest_group_first_with_its_personal_flag(cli_db):
+    from typer.testing import CliRunner
+
+    from tandem.cli import cli
+
+    runner = CliRunner()
+    empty = runner.invoke(cli, ["ops", "recurring", "--days", "1"])
+    assert empty.exit_code == 0 and empty.output.startswith("no LLM-bound question recurs"), empty.output
+    log(cli_db, [llm(t, f"s{i}") for i, t in enumerate(LAPTOP)] + [llm(t, f"c{i}") for i, t in enumerate(COMPLAINT)])
+    shown = runner.invoke(cli, ["ops", "recurring", "--days", "1", "--top", "1"])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].split() == ["count", "sessions", "last", "seen", "personal", "question"]
+    assert lines[1].split()[:2] == ["3", "3"] and lines[1].split()[4] == "no" and lines[1].endswith(tuple(LAPTOP))
+    assert not any("complaint" in line for line in lines)  # --top 1
+    both = runner.invoke(cli, ["ops", "recurring", "--days", "1"]).output
+    assert "yes (order)" in both and "complaint letter" in both
