@@ -105,6 +105,7 @@ EVAL_DIR = Path(__file__).resolve().parent.parent / "knowledge" / "eval"
 BITEXT_HELDOUT = EVAL_DIR / "bitext_heldout.csv"  # report only: never read by training or tuning
 BITEXT_DEV = EVAL_DIR / "bitext_dev.csv"
 CHINESE = EVAL_DIR / "zh" / "paraphrases.csv"
+DEMO_SHOP = EVAL_DIR / "demo_shop.csv"
 
 
 def _handwritten(path: Path, group: str, split: str | None = None) -> list[Query]:
@@ -120,6 +121,12 @@ def bitext_dev() -> list[Query]:
 def bitext_heldout() -> list[Query]:
     """Hand-written natural messages for the Bitext FAQ, for reporting only (`make eval`)."""
     return _handwritten(BITEXT_HELDOUT, "bitext-heldout")
+
+
+def demo_shop_dev() -> list[Query]:
+    """Hand-written messages to the demo shop, its dev split (to look at failures and choose thresholds; the held-out
+    split is for reporting only and is read by `make eval` alone)."""
+    return _handwritten(DEMO_SHOP, "demo-dev", "dev")
 
 
 def chinese(split: str) -> list[Query]:

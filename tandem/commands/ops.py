@@ -1,4 +1,4 @@
-"""`tandem ops run|watch|alerts|ack|purge`: the ops autopilot from the command line (cron, or a terminal)."""
+"""`tandem ops run|watch|alerts|ack|purge|recurring`: the ops autopilot from the command line (cron, or a terminal)."""
 
 from __future__ import annotations
 
@@ -104,3 +104,33 @@ def purge(days: float = typer.Option(None, "--days", min=0, help="Purge message 
     if days <= 0:
         raise typer.BadParameter("give --days N (more than 0), or set TANDEM_RETENTION_DAYS", param_hint="--days")
     typer.echo(purge_text(db, days).summary())
+
+
+@ops_cli.command("recurring")
+def recurring(days: float = typer.Option(7.0, "--days", min=0, help="Look back N days (0: the whole log)."),
+              top: int = typer.Option(20, "--top", min=1, help="Show the K largest groups.")) -> None:
+    """LLM-bound questions that recur: the messages the router sent to the LLM, grouped by meaning in the knowledge
+    base's embedding, largest group first. A personal group (order number, email, phone, name) is flagged: answers
+    are never prepared for it (issue 42)."""
+    from datetime import UTC, datetime, timedelta
+
+    from chains.runtime import open_kb
+    from core.encoders import load_encoder
+    from ops.recurring import recurring_questions, table_rows
+
+    settings, db = _database()
+    kb = open_kb(settings, load_encoder(settings.encoder, settings.home, settings))
+    since = datetime.now(UTC) - timedelta(days=days) if days else None
+    rows = table_rows(recurring_questions(db, kb.embed_messages, since=since, space_of=kb.space_for, top=top),
+                      settings.mask_pii)
+    span = f"the last {days:g} days" if days else "the whole log"
+    if not rows:
+        typer.echo(f"no LLM-bound question recurs in {span}")
+        return
+    typer.echo(f"{'count':>5} {'sessions':>8}  {'last seen':16}  {'personal':8}  question")
+    for row in rows:
+        flag = f"yes ({row['personal_data']})" if row["personal"] else "no"
+        typer.echo(f"{row['count']:>5} {row['sessions']:>8}  {row['last_seen']:%Y-%m-%d %H:%M}  {flag:8}  "
+                   f"{row['question']}")
+        if row["examples"]:
+            typer.echo(f"{'':44}e.g. {row['examples']}")

@@ -75,8 +75,10 @@ def test_no_held_out_or_test_chinese_message_is_used_to_fit():
 
 def test_training_code_never_reads_the_held_out_or_test_sets():
     """The held-out reader is called by the evaluation only; training reads train/valid splits."""
-    training = (REPO / "offline" / "router_training.py").read_text() + (REPO / "offline" / "encoder_tuning.py").read_text()
-    assert "bitext_heldout" not in training and '"test"' not in training and "('test'" not in training
+    training = "".join((REPO / "offline" / name).read_text()
+                       for name in ("router_training.py", "encoder_tuning.py", "recurring_threshold.py"))
+    assert "bitext_heldout" not in training and "heldout" not in training
+    assert '"test"' not in training and "('test'" not in training
 
 
 # --- the demo-shop set --------------------------------------------------------------------------------
@@ -308,3 +310,11 @@ def test_no_held_out_or_test_message_is_a_stored_training_row(held_out):
     texts, _ = stored_table()
     copied = sorted({normalised(t) for t in texts} & held_out)
     assert len(texts) > 1000 and not copied, f"held-out/test messages among the stored training rows: {copied[:5]}"
+
+
+def test_the_demo_shop_dev_reader_reads_the_dev_split_only():
+    """offline/recurring_threshold.py chooses a threshold on it: no held-out message may come through."""
+    from offline.datasets import demo_shop_dev
+
+    texts = {normalised(q.text) for q in demo_shop_dev()}
+    assert texts == demo_shop_texts("dev") and not texts & demo_shop_texts("heldout")
