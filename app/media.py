@@ -152,10 +152,10 @@ def _same_line(a: tuple, b: tuple) -> bool:
 
 # --- audio --------------------------------------------------------------------------------
 
-def _load_whisper():
+def _load_whisper(models_dir: Path):
     from faster_whisper import WhisperModel
 
-    path = model_path("whisper-base")
+    path = model_path("whisper-base", models_dir)
     try:
         return WhisperModel(str(path), device="cpu", compute_type="int8")
     except Exception as exc:
@@ -172,6 +172,7 @@ class MediaReader:
         self.upload_folders = [Path(folder).resolve() for folder in
                                (upload_folders if upload_folders is not None else [gradio_upload_folder()])]
         self.max_mb, self.max_audio_s = settings.max_upload_mb, settings.max_audio_s
+        self.models_dir = settings.models_dir  # Whisper is joined there from its wheels on first use
         self._ocr = None
         self._whisper = None
         self._load_lock = threading.Lock()
@@ -189,7 +190,7 @@ class MediaReader:
     def whisper(self):
         with self._load_lock:
             if self._whisper is None:
-                self._whisper = _load_whisper()
+                self._whisper = _load_whisper(self.models_dir)
             return self._whisper
 
     def read_image(self, path: str | Path) -> str:

@@ -122,8 +122,8 @@ def isolate(root: Path, llm_port: int, max_tokens: int = 48) -> dict[str, Path]:
     from core.settings import get_settings, reset_settings
 
     model_dir = get_settings().models_dir
-    llm = local_llm()  # the local stand-in TANDEM_LLM_MODEL selects (the bench always serves one itself)
-    prepare_llm(llm.name)  # seconds when already converted
+    llm = local_llm(get_settings())  # the local stand-in TANDEM_LLM_MODEL selects (the bench always serves one itself)
+    prepare_llm(llm, model_dir)  # seconds when already converted
     homes = {"inproc": root / "inproc", "app": root / "app", "models": model_dir, "logs": root / "logs"}
     for key in ("inproc", "app", "logs"):
         homes[key].mkdir(parents=True, exist_ok=True)

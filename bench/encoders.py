@@ -50,10 +50,10 @@ def _current(folder: Path, version: str) -> bool:
 def ensure_export(homes: dict[str, Path], work: Path, log: Callable[[str], None]) -> dict:
     """The base MiniLM's ONNX export, reused or made, linked where each bench home looks for it."""
     from core.encoders import EXPORT_FILE, export_dir, folder_version
-    from core.model_files import model_path
+    from core.model_files import minilm_path
     from offline.encoder_export import export_and_gate
 
-    folder = model_path("minilm")
+    folder = minilm_path()
     version = folder_version(folder)
     name = export_dir(folder, homes["inproc"]).name
     user_export = homes["models"] / name  # `tandem models prepare` on a home whose models live there
@@ -87,9 +87,9 @@ def link_export(source: Path, target: Path) -> None:
 
 def _backends(export_folder: Path) -> dict:
     from core.encoders import INT8_FILE, ONNX_FILE, OnnxEncoder, TransformerEncoder, folder_version
-    from core.model_files import model_path
+    from core.model_files import minilm_path
 
-    folder = model_path("minilm")
+    folder = minilm_path()
     version = folder_version(folder)
     return {TORCH: TransformerEncoder(folder, "minilm"),
             ONNX_FP32: OnnxEncoder(export_folder, "minilm", ONNX_FILE, version),

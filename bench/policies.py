@@ -18,6 +18,7 @@ from bench.common import mean, pct, rng
 from bench.traffic import limited
 from chains.tiers.base import SMALL_ROUTE
 from core.model_files import local_llm
+from core.settings import get_settings
 from offline import datasets as ds
 from offline.datasets import Query
 
@@ -209,7 +210,7 @@ def compare(groups: list[Group], llm_calls: list[dict], small_ms: list[float], p
     report["all"] = _policies(everything[0], everything[1], llm_ms, tokens_per_call, small_ms, pre_llm_ms,
                               price_per_1k)
     report.update({
-        "llm_latency_source": f"measured on {len(ok)} real calls ({local_llm().title}, vLLM, CPU, "
+        "llm_latency_source": f"measured on {len(ok)} real calls ({local_llm(get_settings()).title}, vLLM, CPU, "
                               f"max_tokens {_max_tokens()}), applied per call",
         "llm_sample": {"calls": len(llm_calls), "failed": len(llm_calls) - len(ok),
                        "errors": sorted({c["error"] for c in llm_calls if not c.get("ok")})[:3], "latency_ms": pct(llm_ms),

@@ -115,7 +115,7 @@ def cross_replica(first: str, second: str, messages: list[str], pairs: int) -> d
 def run_replicas(settings, pool: list[str], export_folder: str | None, sizes, log: Callable[[str], None]) -> dict:
     """Start the cluster (2 replicas), measure, and stop it (always)."""
     from core.encoders import export_dir
-    from core.model_files import model_path
+    from core.model_files import minilm_path
     from tandem.cluster import Cluster, ClusterPorts
     from tandem.processes import free_port, two_free_ports
 
@@ -132,7 +132,7 @@ def run_replicas(settings, pool: list[str], export_folder: str | None, sizes, lo
     if export_folder:  # the replicas serve the same encoder backend as the single app
         from bench.encoders import link_export
 
-        link_export(Path(export_folder), export_dir(model_path("minilm"), home))
+        link_export(Path(export_folder), export_dir(minilm_path(), home))
     ports = ClusterPorts(balancer=free_port(), first_replica=two_free_ports(), console=free_port(),
                          redis=free_port(), postgres=free_port(), chroma=free_port())
     cluster = Cluster(settings.model_copy(update={"home": home}), replicas=2, ports=ports, with_llm=False,

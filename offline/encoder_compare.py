@@ -44,7 +44,7 @@ import numpy as np
 
 from core.encoders import EXPORT_FILE, ONNX_FILE, Encoder, OnnxEncoder, TransformerEncoder, export_dir, folder_version
 from core.encoders import load_encoder as load_named_encoder
-from core.model_files import model_path, mpnet_folder
+from core.model_files import minilm_path, mpnet_folder
 from core.settings import Settings, get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.throwaway import throwaway_kb
@@ -265,7 +265,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
         base = load_named_encoder("minilm", settings=settings)
         base_kb = throwaway_kb(base, *files)
         spaces["minilm-base"] = space("minilm-base", base, base_kb, train, answers, sets)
-        served["minilm-base"] = onnx_fp32(model_path("minilm"), "minilm", settings, gate_texts, gate_labels)
+        served["minilm-base"] = onnx_fp32(minilm_path(), "minilm", settings, gate_texts, gate_labels)
         baseline: dict = {}
         heldout_route = _route(base_kb, heldout_all, Thresholds.defaults())
         baseline["minilm-base"] = product_report(heldout_route, heldout_all)["top1"]

@@ -218,7 +218,7 @@ def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool
                 log: Callable[[str], None] = print) -> Path:
     """The encoder folder tuned on ``kb``'s questions and answers, trained once and cached by the KB's content."""
     from core.encoders import encoders_dir
-    from core.model_files import model_path
+    from core.model_files import minilm_path
 
     params = params or TuneParams()
     questions, answers = kb.training_texts()
@@ -233,5 +233,5 @@ def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool
                 return folder
         except ValueError:
             pass  # a broken stamp: tune again
-    tune(model_path("minilm"), questions, answers, folder, kb_hash, params, progress=progress, log=log)
+    tune(minilm_path(), questions, answers, folder, kb_hash, params, progress=progress, log=log)
     return folder

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from core.encoders import STAMP_FILE, TransformerEncoder
-from core.model_files import model_path
+from core.model_files import minilm_path
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from offline import datasets as ds
 from offline.encoder_tuning import TuneParams, tune
@@ -59,13 +59,13 @@ def main(out: Path, seed: int) -> None:
     params = TuneParams(seed=seed)
     intent_base = out / f"intent-base-{seed}"
     if not (intent_base / STAMP_FILE).is_file():
-        tune(model_path("minilm"), intent_questions(), {}, intent_base, "intent",
+        tune(minilm_path(), intent_questions(), {}, intent_base, "intent",
              TuneParams(seed=seed, answer_text_share=0.0))
     answers_csv, questions_csv = ds.write_kb_csvs(out / "bitext-kb", ds.bitext_answers(),
                                                   [(q.text, q.answer_id) for q in ds.bitext("train")])
     kb = build_kb(answers_csv, questions_csv, tune=False)  # tuned below from each base, not by tune_for_kb
     questions, answers = kb.training_texts()
-    for name, base in (("minilm", model_path("minilm")), ("intent", intent_base)):
+    for name, base in (("minilm", minilm_path()), ("intent", intent_base)):
         folder = out / f"bitext-on-{name}-{seed}"
         if not (folder / STAMP_FILE).is_file():
             tune(base, questions, answers, folder, "bitext", params, progress=False)

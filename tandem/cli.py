@@ -39,7 +39,7 @@ def models_prepare(force: bool = typer.Option(False, help="Convert and export ag
     settings = get_settings()
     ensure_home(settings)
     llm = local_llm(settings)
-    typer.echo(f"{llm.title} ({llm.name}) ready at {prepare_llm(llm.name, force=force)}")
+    typer.echo(f"{llm.title} ({llm.name}) ready at {prepare_llm(llm, settings.models_dir, force=force)}")
     typer.echo(f"vLLM model folder ready at {prepare_model_folder(settings)}")
     typer.echo(f"MiniLM {export_base_encoder(settings, force)}")
     if settings.encoder == "mpnet":  # optional: 440 MB more and about a minute, only when it is selected
@@ -53,11 +53,11 @@ def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> 
     import json
 
     from core.encoders import EXPORT_FILE, export_dir, folder_version
-    from core.model_files import model_path, mpnet_folder
+    from core.model_files import model_path
     from knowledge.demo_kb import DEMO_DIR
     from offline.encoder_export import export_and_gate
 
-    folder = mpnet_folder(settings.models_dir) if name == "mpnet" else model_path(name)
+    folder = model_path(name, settings.models_dir)
     out = export_dir(folder, settings.home)
     marker = out / EXPORT_FILE
     if marker.is_file() and not force:
@@ -76,10 +76,12 @@ def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> 
 def models_list() -> None:
     """Registered models and where they resolve."""
     from core.model_files import REGISTRY, ModelError
+    from core.settings import get_settings
 
+    models_dir = get_settings().models_dir
     for spec in REGISTRY.values():
         try:
-            where = str(spec.locate())
+            where = str(spec.locate(models_dir))
         except ModelError as exc:
             where = f"MISSING: {exc}"
         typer.echo(f"{spec.name:13} {spec.package:32} {where}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata as md
 import platform
 import time
+from pathlib import Path
 
 import httpx
 
@@ -50,16 +51,16 @@ def run_doctor(load: bool = True) -> int:
     healthy = _check("data directory", lambda: str(ensure_home()))
     for name in model_files.REGISTRY:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
-            print(f"  --   model {name}: not selected ({_where(name)})")
+            print(f"  --   model {name}: not selected ({_where(name, settings.models_dir)})")
             continue
         if name in model_files.OPTIONAL_MODELS and settings.encoder != name:  # an encoder only some choose
             print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name}); {_wheels(name)}")
             continue
-        healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name)))
+        healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name, settings.models_dir)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
         healthy &= _check(f"encoder {settings.encoder}", lambda: _encoder_line(encoders.load_encoder(settings.encoder)))
-        healthy &= _check(f"load {local.name}", _generate_once)
+        healthy &= _check(f"load {local.name}", lambda: _generate_once(local, settings.models_dir))
     healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")
     _check("vLLM venv", lambda: _installed(vllm_installed(settings), settings.vllm_python))
@@ -103,11 +104,11 @@ def _installed_version(package: str) -> str:
         return ""
 
 
-def _where(name: str) -> str:
+def _where(name: str, models_dir: Path) -> str:
     from core import model_files
 
     try:
-        return f"converted at {model_files.model_path(name)}"
+        return f"converted at {model_files.model_path(name, models_dir)}"
     except TandemError as exc:
         return str(exc)
 
@@ -122,7 +123,7 @@ def _llm_line(settings) -> str:
     if llm is None:
         return (f"'{settings.llm_model}' at {settings.llm_url} (a remote model; the local stand-ins are "
                 f"{', '.join(model_files.LOCAL_LLMS)})")
-    folder = model_files.model_path(llm.name)
+    folder = model_files.model_path(llm.name, settings.models_dir)
     config = json.loads((folder / "config.json").read_text())
     dtype = config.get("dtype") or config.get("torch_dtype") or "?"
     versions = sorted({md.version(p) for p in llm.packages})
@@ -132,10 +133,10 @@ def _llm_line(settings) -> str:
             f"vLLM serves it as '{llm.name}' at {settings.llm_url}")
 
 
-def _generate_once() -> str:
+def _generate_once(llm, models_dir: Path) -> str:
     from core.model_files import load_generator
 
-    model, tokenizer = load_generator()
+    model, tokenizer = load_generator(llm, models_dir)
     ids = tokenizer("Hello", return_tensors="pt")
     out = model.generate(**ids, max_new_tokens=1, do_sample=False)
     return f"generated {out.shape[-1] - ids['input_ids'].shape[-1]} token"

@@ -58,7 +58,7 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
     idempotent. When TANDEM_LLM_MODEL names a remote model: the default stand-in's."""
     settings = settings or get_settings()
     llm = local_llm(settings)
-    source = model_path(llm.name)  # one-line ModelError when not converted yet
+    source = model_path(llm.name, settings.models_dir)  # one-line ModelError when not converted yet
     target = settings.models_dir / f"{source.name}-vllm"
     stamp = target / "tandem-vllm.json"
     marker = json.dumps({"source": str(source), "mtime": (source / "config.json").stat().st_mtime,

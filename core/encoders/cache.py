@@ -13,13 +13,13 @@ from core.encoders.backend import serving_encoder
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
-from core.model_files import MINILM_FIX, REGISTRY, ModelError, model_path, mpnet_folder
+from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path, mpnet_folder
 from core.settings import Settings, get_settings
 
 
 # name -> loader; a loader takes the caller's settings and returns a ready encoder (models load on first use, once).
 def _minilm(settings: Settings) -> Encoder:
-    return serving_encoder(model_path("minilm"), "minilm", settings.home, settings.encoder_backend,
+    return serving_encoder(minilm_path(), "minilm", settings.home, settings.encoder_backend,
                            settings.torch_threads)
 
 

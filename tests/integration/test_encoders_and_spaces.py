@@ -36,22 +36,22 @@ def test_micro_batching_gives_the_same_vectors_in_fewer_passes(encoder):
 
 def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
     """Passages are embedded in batches of similar length; every vector must still land on its own text's row."""
-    from core.model_files import model_path
+    from core.model_files import minilm_path
 
     texts = ["refund", "Standard shipping takes 3 to 5 working days inside the EU; express arrives the next day.",
              "", "where is my parcel", "How do I change the email address on my account, and will my orders keep it?",
              "hi"]
-    for model in (encoder, TransformerEncoder(model_path("minilm"), "minilm")):
+    for model in (encoder, TransformerEncoder(minilm_path(), "minilm")):
         together = model.encode_passages(texts, batch_size=2)
         alone = np.stack([model.encode_passages([text])[0] for text in texts])
         assert float(np.abs(together - alone).max()) < 1e-5, model.describe()
 
 
 def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
-    from core.model_files import model_path
+    from core.model_files import minilm_path
     from offline.encoder_export import export_and_gate
 
-    folder = model_path("minilm")
+    folder = minilm_path()
     texts = ["how do I track my order", "where is my parcel", "reset my password", "forgot my login",
              "refund please", "money back for a broken kettle"] * 5
     labels = ["track", "track", "password", "password", "refund", "refund"] * 5
@@ -102,7 +102,7 @@ def test_answers_come_in_the_customers_language(bilingual_kb):
 
 
 def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder, monkeypatch):
-    from core.model_files import model_path
+    from core.model_files import minilm_path
 
     kb = ChromaKnowledgeBase(encoder, path=tmp_path / "chroma")
     kb.ingest(DEMO_FILES[:2], progress=False)
@@ -119,7 +119,7 @@ def test_a_new_encoder_re_embeds_the_store_once(tmp_path, encoder, monkeypatch):
     class Renamed(TransformerEncoder):  # the same weights under another version: as after `tandem kb tune`
         pass
 
-    other = Renamed(model_path("minilm"), "other")
+    other = Renamed(minilm_path(), "other")
     other.version = "retuned000"
     reopened = ChromaKnowledgeBase(other, path=tmp_path / "chroma")
     assert reopened.version.endswith("-retune") and reopened.version != before

@@ -45,11 +45,11 @@ def test_mpnet_loads_by_name_and_puts_a_paraphrase_nearer_its_question_than_an_u
     assert question @ paraphrase > question @ unrelated
 
 
-def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(scratch):
+def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(scratch, settings):
     tmp_path = scratch
     from offline.encoder_export import export_and_gate
 
-    folder = mpnet_folder()
+    folder = mpnet_folder(settings.models_dir)
     texts = ["how do I track my order", "where is my parcel", "reset my password", "forgot my login",
              "refund please", "money back for a broken kettle"] * 3
     labels = ["track", "track", "password", "password", "refund", "refund"] * 3

@@ -107,8 +107,9 @@ def test_a_signed_customer_token_is_accepted_and_a_forged_expired_or_unsigned_on
 def faulty_app(tmp_path_factory):
     """An app with an unknown TANDEM_ROUTER and a damaged Whisper folder (right size, zeroed weights)."""
     from core.model_files import model_path
+    from core.settings import get_settings
 
-    good = model_path("whisper-base")
+    good = model_path("whisper-base", get_settings().models_dir)
     models = tmp_path_factory.mktemp("damaged-models")
     folder = models / "whisper-base"
     folder.mkdir()

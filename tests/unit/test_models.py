@@ -21,8 +21,8 @@ def test_minilm_encoder_vectors_are_normalised_and_semantic(encoder):
 
 
 @pytest.mark.slow
-def test_smollm2_generates_from_converted_folder():
-    model, tokenizer = model_files.load_generator()
+def test_smollm2_generates_from_converted_folder(settings):
+    model, tokenizer = model_files.load_generator(model_files.SMOLLM2, settings.models_dir)
     ids = tokenizer.apply_chat_template([{"role": "user", "content": "Say hello"}], add_generation_prompt=True,
                                         return_tensors="pt", return_dict=True)
     out = model.generate(**ids, max_new_tokens=5, do_sample=False)
@@ -43,7 +43,7 @@ def test_broken_converted_folder_is_one_line(tmp_path):
     (broken / "config.json").write_text("{not json")
     (broken / "model.safetensors").write_bytes(b"garbage")
     with pytest.raises(ModelError) as info:
-        model_files.load_generator(broken)
+        model_files.load_generator(model_files.SMOLLM2, tmp_path, broken)
     assert "tandem models prepare --force" in str(info.value) and "\n" not in str(info.value)
 
 
@@ -105,9 +105,9 @@ def test_parameters_are_counted_from_the_safetensors_headers(tmp_path):
     assert model_files.parameter_count(tmp_path) == 17
 
 
-def test_unknown_model_and_encoder_names():
+def test_unknown_model_and_encoder_names(tmp_path):
     with pytest.raises(ModelError, match="unknown model"):
-        model_files.model_path("gpt-17")
+        model_files.model_path("gpt-17", tmp_path)
     with pytest.raises(ModelError, match="unknown encoder 'gpt-17'.*TANDEM_ENCODER"):
         encoders.load_encoder("gpt-17")
 
@@ -115,7 +115,8 @@ def test_unknown_model_and_encoder_names():
 def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
     """Two replicas of a fresh install load speech-to-text at the same moment (a CI run saw one fail on the other's
     temporary file): every process must get the model, and the folder must hold only whole files."""
-    script = "from core.model_files import model_path; print(model_path('whisper-base'))"
+    script = ("from core.model_files import model_path; from core.settings import get_settings; "
+              "print(model_path('whisper-base', get_settings().models_dir))")
     env = {**os.environ, "TANDEM_MODEL_DIR": str(tmp_path / "models")}
     runs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True) for _ in range(4)]
