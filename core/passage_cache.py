@@ -10,6 +10,9 @@ vectors are kept in one SQLite file keyed by a hash of both, as LangChain's ``Ca
 Only passages are kept. Customer messages are queries and never reach this file (see
 :meth:`core.encoders.Encoder.encode_queries`). A cache that cannot be opened or written (a read-only or full
 disk, a corrupt file) is given up with one warning: passages are then embedded as if it did not exist.
+
+Process-wide: ``passage_cache(path)`` keeps one object per file, because its SQLite connection and lock must be
+shared by every encoder of the process.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 The storage layer keeps versions of it; the runtime reads the newest one; the console edits it. It lives on
 the ground floor because all three use it and none of them owns it.
+
+Process-wide: ``fitted_thresholds`` reads the shipped router artifact once; the file is part of the release and
+never changes while a process runs.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Thresholds here are *defaults*: the running app reads the live values from the versioned
 ``router_settings`` table (see :mod:`storage.policy_store`), so an operator can change them
 without a restart. These defaults seed that table on first start.
+
+Process-wide: ``get_settings`` reads the environment once; only entry points call it (the CLI, the composition
+roots, the console pages, the offline and bench runners), and everything else is passed its settings.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Measured on the hand-written development set (`knowledge/eval/bitext_dev.csv`; t
 at): top-1 0.768 with the raw message, 0.784 with spelling, 0.808 with contrast, 0.824 with both. The router's own
 message features still read the whole message; only retrieval and the one shared embedding see the focused text.
 English only: messages with CJK characters are searched as written.
+
+Process-wide: ``vocabulary_words`` reads an encoder folder's vocabulary once (the folders are immutable, named by
+their weights version).
 """
 
 from __future__ import annotations

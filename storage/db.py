@@ -3,6 +3,9 @@ or any SQLAlchemy URL (PostgreSQL in production).
 
 Tables are created on :meth:`Database.init`, and columns added to a table in a later release are added to
 an existing database there too (additive migration), so an older ``$TANDEM_HOME`` keeps working.
+
+Process-wide: ``open_database`` keeps one :class:`Database` per URL, because an engine owns a connection pool that
+is meant to be shared.
 """
 
 from __future__ import annotations
