@@ -5,7 +5,8 @@ Thresholds here are *defaults*: the running app reads the live values from the v
 without a restart. These defaults seed that table on first start.
 
 Process-wide: ``get_settings`` reads the environment once; only entry points call it (the CLI, the composition
-roots, the console pages, the offline and bench runners), and everything else is passed its settings.
+roots, the console pages, the offline and bench runners), and everything else is passed its settings, except
+where ``Thresholds.defaults`` and ``load_encoder`` are called without (README, "Settings are passed in").
 """
 
 from __future__ import annotations
