@@ -57,7 +57,7 @@ def fit_sizes(sizes, log: Callable[[str], None]) -> tuple[object, dict]:
 
     from core.encoders import load_encoder
 
-    encoder = load_encoder()
+    encoder = load_encoder(settings=get_settings())
     probe = [q.text for q in ds.bitext("train")[:128]]
     encoder.encode_passages(probe[:8])
     began = time.perf_counter()
@@ -87,7 +87,7 @@ def build_groups(sizes, work: Path, app_chroma: Path, log: Callable[[str], None]
     from knowledge.chroma_kb import ChromaKnowledgeBase
     from knowledge.throwaway import throwaway_kb
 
-    encoder = load_encoder()
+    encoder = load_encoder(settings=get_settings())
     groups = []
     hint3_train, hint3_test = ds.hint3("train"), ds.hint3("test")
     for bot in HINT3_BOTS:

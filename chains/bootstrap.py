@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from core.policy import Thresholds
 from core.settings import Settings, ensure_home
 from knowledge.base import KnowledgeBase
 from knowledge.demo_kb import seed_demo_kb
@@ -17,7 +18,7 @@ def prepare_storage(settings: Settings, db: Database | None = None) -> Database:
     if not settings.database_url or settings.database_url.startswith("sqlite"):
         ensure_home(settings)
     db = (db or open_database(settings.db_url)).init()
-    policy_store.ensure_seeded(db)
+    policy_store.ensure_seeded(db, Thresholds.defaults(settings))
     return db
 
 

@@ -18,8 +18,10 @@ REFRESH_S = 2.0
 
 
 class LivePolicy:
-    def __init__(self, db: Database, refresh_s: float = REFRESH_S, clock: Callable[[], float] = time.monotonic):
-        self.db = db
+    def __init__(self, db: Database, fallback: Thresholds, refresh_s: float = REFRESH_S,
+                 clock: Callable[[], float] = time.monotonic):
+        """``fallback``: the policy until the database is first read (the settings' defaults)."""
+        self.db, self.fallback = db, fallback
         self.refresh_s = refresh_s
         self._clock = clock
         self._value: Thresholds | None = None
@@ -33,7 +35,7 @@ class LivePolicy:
                 try:
                     self._value = policy_store.current(self.db)
                 except Exception:  # a locked or unreachable database must not stop answers
-                    self._value = self._value or Thresholds.defaults()
+                    self._value = self._value or self.fallback
                 self._read_at = now
             return self._value
 

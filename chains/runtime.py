@@ -22,6 +22,7 @@ from chains.rules import RuleBook
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
 from core.encoders import BatchingEncoder, Encoder, load_encoder
+from core.policy import Thresholds
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
 from knowledge.index import FusionParams
@@ -68,7 +69,7 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
                                params=FusionParams(starter_examples=settings.kb_starter_examples),
-                               encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings)),
+                               encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings=settings)),
                                language_encoders=languages)
 
 
@@ -98,10 +99,11 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
 
     settings = settings or get_settings()
     db = prepare_storage(settings, db or open_database(settings.db_url))
-    encoder = encoder or (kb.encoder if kb is not None else serving(load_encoder(settings.encoder, settings.home, settings)))
+    encoder = encoder or (kb.encoder if kb is not None
+                          else serving(load_encoder(settings.encoder, settings.home, settings=settings)))
     kb = kb if kb is not None else open_kb(settings, encoder)
     state = state or open_state(settings)
-    policy = LivePolicy(db)
+    policy = LivePolicy(db, Thresholds.defaults(settings))
     if llm is None and use_llm:
         from chains.llm.client import LLMClient
 

@@ -125,7 +125,8 @@ class TandemService:
         minted = not request.session_id
         if minted:
             request = request.model_copy(update={"session_id": new_id()})
-        turn = Turn(request=request, thresholds=Thresholds.defaults(), new_session=minted)
+        # a placeholder until _start reads the live policy (a refusal before it logs the released one)
+        turn = Turn(request=request, thresholds=Thresholds.shipped(), new_session=minted)
         if cancel is not None:
             turn.cancel = cancel
         return turn

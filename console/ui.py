@@ -28,7 +28,7 @@ def _knowledge_base(chroma_url: str, chroma_path: str, collection: str, encoder:
     from core.encoders import load_encoder
 
     settings = get_settings()
-    return open_kb(settings, load_encoder(encoder))
+    return open_kb(settings, load_encoder(encoder, settings=settings))
 
 
 def knowledge_base() -> KnowledgeBase:

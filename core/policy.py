@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 # The answer check's finding kinds and what an operator may have done about each (chains/check.py explains them).
 CHECK_KINDS = ("url", "email", "phone", "amount", "percent", "duration", "order", "truncated", "repeated", "language",
@@ -94,14 +94,22 @@ class Thresholds(BaseModel):
         return self
 
     @classmethod
-    def defaults(cls, settings: Settings | None = None) -> Thresholds:
-        s = settings or get_settings()
+    def defaults(cls, settings: Settings) -> Thresholds:
+        """The policy ``settings`` seed: their thresholds where set, else those the shipped router artifact's
+        training chose."""
+        s = settings
         fitted = fitted_thresholds(s.router)
         route = fitted["route_threshold"] if s.route_threshold is None else s.route_threshold
         rewrite = fitted["rewrite_threshold"] if s.rewrite_threshold is None else s.rewrite_threshold
         return cls(route_threshold=route, rewrite_threshold=rewrite,
                    cache_similarity=s.cache_similarity, overload_enter=s.overload_enter,
                    overload_exit=s.overload_exit)
+
+    @classmethod
+    def shipped(cls) -> Thresholds:
+        """The policy as released, with no environment read: the settings' field defaults and the shipped artifact's
+        thresholds. What a database with no saved version yet reads (the app seeds one from its settings first)."""
+        return cls.defaults(Settings.model_construct())
 
     def values(self) -> dict[str, Any]:
         return self.model_dump(exclude={"version"})

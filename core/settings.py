@@ -5,8 +5,8 @@ Thresholds here are *defaults*: the running app reads the live values from the v
 without a restart. These defaults seed that table on first start.
 
 Process-wide: ``get_settings`` reads the environment once; only entry points call it (the CLI, the composition
-roots, the console pages, the offline and bench runners), and everything else is passed its settings, except
-where ``Thresholds.defaults`` and ``load_encoder`` are called without (README, "Settings are passed in").
+roots, the console pages, the offline and bench runners), and everything else is passed its settings (README,
+"Settings are passed in").
 """
 
 from __future__ import annotations
@@ -249,11 +249,11 @@ def unwritable_reason(folder: Path) -> str:
     return ""
 
 
-def ensure_home(settings: Settings | None = None) -> Path:
+def ensure_home(settings: Settings) -> Path:
     """Create the data directory and prove it is writable, or fail with one line."""
     from core.errors import TandemError
 
-    home = (settings or get_settings()).home
+    home = settings.home
     if reason := unwritable_reason(home):
         raise TandemError(f"TANDEM_HOME {home} is not writable ({reason}). "
                           "Fix: set TANDEM_HOME to a writable folder, e.g. TANDEM_HOME=~/.tandem")

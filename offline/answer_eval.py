@@ -174,7 +174,7 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
 
 def run_set(chain: RouterChain, eval_set: EvalSet, messages: list[Message], refs: dict[str, str],
             log: Callable[[str], None]) -> list[dict[str, Any]]:
-    thresholds = Thresholds.defaults()
+    thresholds = Thresholds.defaults(get_settings())
     records = []
     for index, message in enumerate(messages, 1):
         outcome = answer(chain, eval_set.name, message, thresholds)

@@ -14,6 +14,7 @@ import numpy as np
 
 from chains.schema import LLM_ROUTE, SMALL_ROUTE
 from core.policy import Thresholds
+from core.settings import get_settings
 from offline.datasets import Query
 from offline.route_batch import batch_chain, route_record
 
@@ -49,7 +50,7 @@ def clarify_report(off: list[dict], on: list[dict], queries: list[Query]) -> dic
 
 def run_clarify_eval(kbs: dict[str, tuple[object, list[Query]]], log: Callable[[str], None] = print) -> dict:
     """``kbs``: set name -> (its KB, its held-out messages); each routed with clarify off and on, product τ."""
-    default = Thresholds.defaults()
+    default = Thresholds.defaults(get_settings())
     out = {}
     for name, (kb, queries) in kbs.items():
         log(f"clarify: {name}, routed with clarify off and on")

@@ -267,7 +267,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
         spaces["minilm-base"] = space("minilm-base", base, base_kb, train, answers, sets)
         served["minilm-base"] = onnx_fp32(minilm_path(), "minilm", settings, gate_texts, gate_labels)
         baseline: dict = {}
-        heldout_route = _route(base_kb, heldout_all, Thresholds.defaults())
+        heldout_route = _route(base_kb, heldout_all, Thresholds.defaults(get_settings()))
         baseline["minilm-base"] = product_report(heldout_route, heldout_all)["top1"]
 
         if tune:
@@ -279,7 +279,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
                                            params=base_kb.params)
             spaces["minilm-tuned"] = space("minilm-tuned", tuned, tuned_kb, train, answers, sets)
             served["minilm-tuned"] = onnx_fp32(folder, "minilm-tuned", settings, gate_texts, gate_labels)
-            baseline["minilm-tuned"] = product_report(_route(tuned_kb, heldout_all, Thresholds.defaults()),
+            baseline["minilm-tuned"] = product_report(_route(tuned_kb, heldout_all, Thresholds.defaults(get_settings())),
                                                       heldout_all)["top1"]
             report["tuned_folder"] = folder.name
 

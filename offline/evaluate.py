@@ -18,6 +18,7 @@ import numpy as np
 
 from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from core.policy import Thresholds
+from core.settings import get_settings
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
 from offline.clarify_eval import clarify_markdown, run_clarify_eval
@@ -121,7 +122,7 @@ def product_report(records: list[dict], queries: list[Query]) -> dict:
 
 
 def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_too: bool = True) -> dict:
-    default = Thresholds.defaults()
+    default = Thresholds.defaults(get_settings())
     cut = (lambda rows: rows[:limit]) if limit else (lambda rows: rows)
     encoders = ("tuned", "base") if base_too else ("tuned",)
     report: dict = {"date": date.today().isoformat(), "route_threshold": default.route_threshold,
@@ -204,7 +205,7 @@ def clinc_report(work: Path, tune: bool, examples: bool, limit: int | None, log:
         f"{' + out-of-scope train rows as examples' if examples else ''}; τ chosen on valid")
     kb = build_kb(ds.intent_kb(work / f"clinc-{examples}", train, [q for q in train if q.needs_llm] if examples else []),
                   tune=tune, log=log, params=INTENT_BENCHMARK)
-    default = Thresholds.defaults()
+    default = Thresholds.defaults(get_settings())
     tau = tau_for_escalation(_p(_route(kb, [q for q in ds.clinc("valid") if not q.needs_llm], default)))
     test = _stratified(ds.clinc("test"), limit)
     return oos_report(_route(kb, test, default), test, tau)
@@ -221,7 +222,7 @@ def banking_oos_report(work: Path, tune: bool, examples: bool, limit: int | None
     kb_a = build_kb(ds.intent_kb(work / f"bank_a-{examples}", part_a,
                                  [q for q in part_a if q.needs_llm] if examples else []), tune=tune, log=log,
                     params=INTENT_BENCHMARK)
-    default = Thresholds.defaults()
+    default = Thresholds.defaults(get_settings())
     tau = tau_for_escalation(_p(_route(kb_a, [q for q in bank if not ds.in_split_a(q.text) and not q.needs_llm],
                                        default)))
     kb = build_kb(ds.intent_kb(work / f"bank-{examples}", bank, [q for q in bank if q.needs_llm] if examples else []),

@@ -22,7 +22,7 @@ def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool
              where: dict[str, str] | None = None, log: Callable[[str], None] = print,
              progress: bool = False, params: FusionParams | None = None) -> ChromaKnowledgeBase:
     """A throwaway KB from CSVs; with ``tune``, re-embedded by the encoder tuned on it (trained once per content)."""
-    base = load_encoder("minilm")
+    base = load_encoder("minilm", settings=get_settings())
     kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where, params=params)
     if not tune:
         return kb

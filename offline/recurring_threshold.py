@@ -76,12 +76,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     from core.encoders import load_encoder
+    from core.settings import get_settings
 
     sets = {"bitext-dev": (ds.bitext_dev(), "minilm"), "demo-shop dev": (ds.demo_shop_dev(), "minilm"),
             "zh train+valid": (ds.chinese("train") + ds.chinese("valid"), "e5")}
     report: dict[str, dict[float, dict[str, float]]] = {}
     for name, (queries, encoder_name) in sets.items():
-        vectors = np.asarray(load_encoder(encoder_name).encode_queries([q.text for q in queries]), dtype=np.float32)
+        encoder = load_encoder(encoder_name, settings=get_settings())
+        vectors = np.asarray(encoder.encode_queries([q.text for q in queries]), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         report[name] = sweep(queries, vectors, args.seeds, GRIDS[encoder_name])
         print(f"\n{name} ({encoder_name}): {len(queries)} messages")

@@ -75,9 +75,9 @@ def live_thresholds() -> Thresholds:
         from chains.policy import LivePolicy
         from storage.db import open_database
 
-        return LivePolicy(open_database(get_settings().db_url)).current()
+        return LivePolicy(open_database(get_settings().db_url), Thresholds.defaults(get_settings())).current()
     except Exception:
-        return Thresholds.defaults()
+        return Thresholds.defaults(get_settings())
 
 
 def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, str]], router_name: str | None = None,
@@ -100,7 +100,7 @@ def route_rows(kb_csv: Path, questions_csv: Path | None, rows: list[dict[str, st
         if not tune:
             log("--no-tune: routing with the base MiniLM")
     else:
-        kb = throwaway_kb(load_encoder(encoder), kb_csv, questions_csv)
+        kb = throwaway_kb(load_encoder(encoder, settings=get_settings()), kb_csv, questions_csv)
         log(f"TANDEM_ENCODER={encoder}: routing with that encoder, not tuned")
     texts = [" ".join((row.get("query") or "").split()) for row in rows]
     chain = batch_chain(kb, router_name, [t for t in texts if t], live=True)

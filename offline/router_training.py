@@ -178,11 +178,12 @@ def chinese_kb(folder: Path):
     """The demo shop's English and Chinese answers and questions, with the Chinese (e5) vector space, built as the
     product builds it (chains/runtime.py open_kb)."""
     from core.encoders import load_encoder
+    from core.settings import get_settings
     from knowledge.chroma_kb import ChromaKnowledgeBase
     from knowledge.demo_kb import DEMO_FILES
 
-    kb = ChromaKnowledgeBase(load_encoder("minilm"), path=folder, collection="zh_kb",
-                             language_encoders={"zh": load_encoder("e5")})
+    kb = ChromaKnowledgeBase(load_encoder("minilm", settings=get_settings()), path=folder, collection="zh_kb",
+                             language_encoders={"zh": load_encoder("e5", settings=get_settings())})
     kb.ingest(DEMO_FILES, progress=False)
     return kb
 

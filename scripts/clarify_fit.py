@@ -17,6 +17,7 @@ from chains.schema import ChatRequest
 from chains.tiers.clarify import ClarifyRule, offered
 from chains.turn import Turn
 from core.policy import Thresholds
+from core.settings import get_settings
 from offline import datasets as ds
 from offline.answer_eval import EvalSet, build_kb, read_messages
 from offline.route_batch import batch_chain
@@ -38,7 +39,7 @@ def routed(eval_set: EvalSet, kbs: dict, work: Path) -> list[tuple[bool, str, Tu
     chain = batch_chain(kbs[eval_set.kb], texts=[m.text for m in messages])
     out = []
     for message in messages:
-        turn = Turn(request=ChatRequest(message=message.text, channel="batch"), thresholds=Thresholds.defaults())
+        turn = Turn(request=ChatRequest(message=message.text, channel="batch"), thresholds=Thresholds.defaults(get_settings()))
         out.append((message.in_scope, message.expected, chain.route_only.invoke(turn)))
     return out
 

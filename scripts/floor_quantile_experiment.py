@@ -16,6 +16,7 @@ from chains import calibration
 from chains.schema import ChatRequest
 from chains.turn import Turn
 from core.policy import Thresholds
+from core.settings import get_settings
 from offline import datasets as ds
 from offline.answer_eval import EvalSet, build_kb, read_messages
 from offline.route_batch import batch_chain
@@ -44,7 +45,7 @@ def main() -> None:
             right = wrong = right_rewritten = wrong_rewritten = 0
             for message in messages:
                 turn = chain.route_only.invoke(Turn(request=ChatRequest(message=message.text, channel="batch"),
-                                                    thresholds=Thresholds.defaults()))
+                                                    thresholds=Thresholds.defaults(get_settings())))
                 if turn.done or not turn.hits or turn.plan == "llm":
                     continue
                 top_right = turn.hits[0].answer_id == message.expected

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from core.policy import Thresholds
+from core.settings import get_settings
 from offline import datasets as ds
 from offline.evaluate import _route, product_report
 from offline.kbs import build_kb
@@ -29,7 +30,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("reports/handwritten_routing.json"))
     out = parser.parse_args().out
     start = time.perf_counter()
-    default = Thresholds.defaults()
+    default = Thresholds.defaults(get_settings())
     report: dict = {"route_threshold": default.route_threshold, "rewrite_threshold": default.rewrite_threshold}
     with tempfile.TemporaryDirectory(prefix="tandem-eval-") as tmp:
         work = Path(tmp)

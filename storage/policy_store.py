@@ -28,8 +28,9 @@ def history(db: Database, limit: int = 50) -> list[RouterSettings]:
 def current(db: Database) -> Thresholds:
     row = latest_row(db)
     if row is None:
-        return Thresholds.defaults()
-    return Thresholds(**{**Thresholds.defaults().values(), **row.values, "version": row.version})
+        return Thresholds.shipped()
+    # a key a later release added, missing from an older saved version, takes its released default
+    return Thresholds(**{**Thresholds.shipped().values(), **row.values, "version": row.version})
 
 
 def save(db: Database, values: dict[str, Any], author: str, reason: str,
@@ -52,7 +53,8 @@ def rollback(db: Database, version: int, author: str) -> Thresholds:
     return save(db, dict(row.values), author, f"rollback to version {version}")
 
 
-def ensure_seeded(db: Database) -> Thresholds:
+def ensure_seeded(db: Database, defaults: Thresholds) -> Thresholds:
+    """The newest saved version; on a new database, ``defaults`` (the settings' policy) saved as version 1 first."""
     if latest_row(db) is None:
-        return save(db, Thresholds.defaults().values(), "system", "defaults from settings")
+        return save(db, defaults.values(), "system", "defaults from settings")
     return current(db)

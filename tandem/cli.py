@@ -96,7 +96,8 @@ def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo kno
     from core.settings import get_settings
 
     settings = get_settings()
-    for line in bootstrap(settings, open_kb(settings, load_encoder(settings.encoder)) if seed else None, seed=seed):
+    kb = open_kb(settings, load_encoder(settings.encoder, settings=settings)) if seed else None
+    for line in bootstrap(settings, kb, seed=seed):
         typer.echo(line)
 
 

@@ -48,7 +48,7 @@ def run_doctor(load: bool = True) -> int:
     local = model_files.local_llm(settings)
     _versions()
     print("local parts:")
-    healthy = _check("data directory", lambda: str(ensure_home()))
+    healthy = _check("data directory", lambda: str(ensure_home(settings)))
     for name in model_files.REGISTRY:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name, settings.models_dir)})")
@@ -59,7 +59,8 @@ def run_doctor(load: bool = True) -> int:
         healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name, settings.models_dir)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
-        healthy &= _check(f"encoder {settings.encoder}", lambda: _encoder_line(encoders.load_encoder(settings.encoder)))
+        healthy &= _check(f"encoder {settings.encoder}",
+                          lambda: _encoder_line(encoders.load_encoder(settings.encoder, settings=settings)))
         healthy &= _check(f"load {local.name}", lambda: _generate_once(local, settings.models_dir))
     healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")

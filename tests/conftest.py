@@ -90,7 +90,7 @@ def db(settings):
 def encoder(settings):
     from core.encoders import load_encoder
 
-    return load_encoder(settings.encoder)
+    return load_encoder(settings.encoder, settings=settings)
 
 
 @pytest.fixture(scope="session")
@@ -108,11 +108,12 @@ def demo_kb(encoder, tmp_path_factory):
 def bilingual_kb(encoder, tmp_path_factory):
     """The demo knowledge base with a Chinese vector space (e5) beside the English one; tests only read it."""
     from core.encoders import load_encoder
+    from core.settings import get_settings
     from knowledge.chroma_kb import ChromaKnowledgeBase
     from knowledge.demo_kb import DEMO_FILES
 
     kb = ChromaKnowledgeBase(encoder, path=tmp_path_factory.mktemp("bilingual-kb") / "chroma",
-                             language_encoders={"zh": load_encoder("e5")})
+                             language_encoders={"zh": load_encoder("e5", settings=get_settings())})
     kb.ingest(DEMO_FILES, progress=False)
     return kb
 

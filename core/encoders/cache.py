@@ -14,7 +14,7 @@ from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
 from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path, mpnet_folder
-from core.settings import Settings, get_settings
+from core.settings import Settings
 
 
 # name -> loader; a loader takes the caller's settings and returns a ready encoder (models load on first use, once).
@@ -82,16 +82,14 @@ def resolve(name: str | None, home: Path | None, settings: Settings) -> tuple[st
     return "tuned", folder, ""
 
 
-def load_encoder(name: str | None = None, home: Path | None = None, settings: Settings | None = None) -> Encoder:
+def load_encoder(name: str | None = None, home: Path | None = None, *, settings: Settings) -> Encoder:
     """The encoder named by ``name`` (default: the settings' encoder), loaded once per process and set of the
-    settings it depends on (backend, threads, passage cache). ``settings``: the caller's (the composition root
-    passes its own; a command-line tool may leave it to the environment's).
+    settings it depends on (backend, threads, passage cache), from the caller's ``settings``.
 
     ``auto`` (the default) is the encoder `tandem kb tune` adapted to this data directory's knowledge base, or
     the base MiniLM until there is one; a broken tuned folder falls back to MiniLM and says so in ``problem``.
     Loaded weights are immutable, so sharing one instance per process is a cache, not shared state.
     """
-    settings = settings or get_settings()
     kind, folder, problem = resolve(name, home, settings)
     key = (f"{folder if folder is not None else kind}:{settings.encoder_backend}:{settings.torch_threads}:"
            f"{settings.passage_cache_path}")

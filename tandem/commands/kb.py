@@ -25,7 +25,7 @@ def _kb():
     settings = get_settings()
     if not settings.chroma_url:
         ensure_home(settings)
-    return open_kb(settings, load_encoder(settings.encoder))
+    return open_kb(settings, load_encoder(settings.encoder, settings=settings))
 
 
 def _where(values: list[str] | None) -> dict[str, str] | None:
@@ -93,7 +93,7 @@ def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base 
     ensure_home(settings)
     if reset:
         set_active_tuned_folder(settings.home, None)
-        kb = open_kb(settings, load_encoder("minilm"))  # re-embeds with the base encoder
+        kb = open_kb(settings, load_encoder("minilm", settings=get_settings()))  # re-embeds with the base encoder
         typer.echo(f"back to the base MiniLM; knowledge base version {kb.version}")
         return
     kb = _kb()
@@ -107,9 +107,9 @@ def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base 
     pairs = [(q, label) for label, items in questions.items() for q in items][:3000]
     export_and_gate(folder, export_dir(folder, settings.home), [q for q, _ in pairs], [a for _, a in pairs],
                     log=typer.echo)
-    before = top1_agreement(load_encoder("minilm"), questions)
+    before = top1_agreement(load_encoder("minilm", settings=get_settings()), questions)
     set_active_tuned_folder(settings.home, folder)
-    tuned = load_encoder(home=settings.home)
+    tuned = load_encoder(home=settings.home, settings=settings)
     if tuned.problem:
         raise TandemError(tuned.problem)
     after = top1_agreement(tuned, questions)
@@ -154,9 +154,11 @@ def evaluate(kb: Path = typer.Option(..., "--kb", exists=True, dir_okay=False,
              as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Top-1/top-3 accuracy and latency of a throwaway KB built from --kb (+ --questions)."""
     from core.encoders import load_encoder
+    from core.settings import get_settings
     from offline.kb_eval import evaluate as run_eval
 
-    result = run_eval(load_encoder(), kb, queries, questions, id_column=id_column.lower(), query_column=query_column,
+    encoder = load_encoder(settings=get_settings())
+    result = run_eval(encoder, kb, queries, questions, id_column=id_column.lower(), query_column=query_column,
                       where=_where(where), limit=limit, progress=not as_json)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))

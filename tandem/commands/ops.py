@@ -119,7 +119,7 @@ def recurring(days: float = typer.Option(7.0, "--days", min=0, help="Look back N
     from ops.recurring import recurring_questions, table_rows
 
     settings, db = _database()
-    kb = open_kb(settings, load_encoder(settings.encoder, settings.home, settings))
+    kb = open_kb(settings, load_encoder(settings.encoder, settings.home, settings=settings))
     since = datetime.now(UTC) - timedelta(days=days) if days else None
     rows = table_rows(recurring_questions(db, kb.embed_messages, since=since, space_of=kb.space_for, top=top),
                       settings.mask_pii)

@@ -21,7 +21,7 @@ def register(cli: typer.Typer) -> None:
 
         settings = get_settings()
         refuse_if_exposed(settings, host or settings.host)  # before loading models; serve() checks again (cheap)
-        kb = open_kb(settings, load_encoder(settings.encoder)) if seed else None
+        kb = open_kb(settings, load_encoder(settings.encoder, settings=settings)) if seed else None
         for line in bootstrap(settings, kb, seed=seed):
             typer.echo(line)
         typer.echo(f"{settings.shop_name} support: http://{host or settings.host}:{port or settings.app_port}/ "

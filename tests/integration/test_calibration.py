@@ -14,6 +14,7 @@ from chains.calibration import MIN_RIGHT_DRAFTS, RIGHT_DRAFTS_REWRITTEN, quality
 from chains.routers import fixed_router
 from chains.schema import ChatRequest
 from core.policy import Thresholds
+from core.settings import get_settings
 from core.text import has_cjk
 from knowledge.demo_kb import DEMO_DIR
 from offline.route_batch import batch_chain
@@ -50,13 +51,13 @@ def test_the_demo_kb_gets_a_floor_from_its_right_left_out_drafts_below_the_opera
                  for question, answer, hits, evidence in demo_kb.left_out_searches()
                  if hits and hits[0].answer_id == answer and not has_cjk(question)]
     assert np.mean(np.array(qualities) < floor.value) <= RIGHT_DRAFTS_REWRITTEN + 1 / len(qualities)
-    assert 0 < floor.value < Thresholds.defaults().rewrite_threshold
+    assert 0 < floor.value < Thresholds.defaults(get_settings()).rewrite_threshold
 
 
 def test_the_threshold_stage_uses_the_lower_of_the_operators_threshold_and_the_floor(demo_kb):
     chain = batch_chain(demo_kb)
     floor = chain.quality_floors()["en"].value
-    defaults = Thresholds.defaults()
+    defaults = Thresholds.defaults(get_settings())
     for operator_threshold in (defaults.rewrite_threshold, 0.0):  # the default is above the floor, 0 below it
         thresholds = defaults.model_copy(update={"rewrite_threshold": operator_threshold})
         turn = chain.route_only.invoke(chain_turn("can i swap the size on my order", thresholds))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from core.encoders import BatchingEncoder, OnnxEncoder, TransformerEncoder, load_encoder
+from core.settings import get_settings
 from knowledge import vectors
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.demo_kb import DEMO_FILES
@@ -64,7 +65,7 @@ def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
 
 
 def test_e5_prefixes_queries_and_passages_and_is_multilingual():
-    e5 = load_encoder("e5")
+    e5 = load_encoder("e5", settings=get_settings())
     query = e5.encode_queries(["我的订单到哪了"])[0]
     passages = e5.encode_passages(["怎么查询订单物流？", "忘记密码怎么办？", "How do I track my order?"])
     assert passages.shape == (3, e5.dim) and np.isclose(np.linalg.norm(query), 1.0, atol=1e-3)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from core.encoders import load_encoder
+from core.settings import get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from tests.conftest import demo_rows, run_cli
 
@@ -27,7 +28,8 @@ def test_ingest_in_one_process_search_in_another(tmp_path):
     assert summary.startswith(f"ingested {answers} answers, {questions} questions; 1 bad row (see above); version ")
     version = summary.rsplit(" ", 1)[-1]
 
-    fresh = ChromaKnowledgeBase(load_encoder(), path=home / "chroma")  # a new client in this process reads what the CLI wrote
+    # a new client in this process reads what the CLI wrote
+    fresh = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=home / "chroma")
     assert fresh.version == version and len(fresh) == answers
     assert fresh.search("how do i track my package", k=1)[0].answer_id == "track_order"
 

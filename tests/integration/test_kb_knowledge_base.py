@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from core.encoders import load_encoder
+from core.settings import get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.demo_kb import DEMO_FILES
 from knowledge.index import FusionParams
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def demo_kb(tmp_path_factory) -> ChromaKnowledgeBase:
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path_factory.mktemp("demo") / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path_factory.mktemp("demo") / "chroma")
     report = kb.ingest(DEMO_FILES, progress=False)  # English and Chinese answers, with their example questions
     assert (report.answers, report.questions, report.bad) == (
         demo_rows("answers.csv") + demo_rows("answers_zh.csv"), demo_rows("questions.csv") + demo_rows("questions_zh.csv"),
@@ -30,9 +31,9 @@ def answers_only(tmp_path_factory) -> tuple[ChromaKnowledgeBase, ChromaKnowledge
     """The demo answers without example questions, opened twice: hybrid, and dense-only (cosine alone: no BM25, no
     answer head, and no typo mending, which would hand the dense part the corrected words)."""
     path = tmp_path_factory.mktemp("answers-only") / "chroma"
-    hybrid = ChromaKnowledgeBase(load_encoder(), path=path)
+    hybrid = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=path)
     hybrid.ingest([DEMO / "answers.csv"], progress=False)
-    dense_only = ChromaKnowledgeBase(load_encoder(), path=path, params=FusionParams(
+    dense_only = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=path, params=FusionParams(
         lexical_weight=0.0, cjk_lexical_weight=0.0, search_focus=False, head_weight=0.0))
     return hybrid, dense_only
 
@@ -43,7 +44,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_ingest_update_remove_each_change_the_version(tmp_path):
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     empty = kb.version
     answers = write(tmp_path / "answers.csv", "answer_id,title,answer\n"
                     "hours,Opening hours,We are open Mon-Fri 8-20.\n"
@@ -70,7 +71,7 @@ def test_ingest_update_remove_each_change_the_version(tmp_path):
 
 
 def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     answers = write(tmp_path / "answers.csv", "answer_id,answer\nok,Fine.\nbroken,\n")
     questions = write(tmp_path / "questions.csv", "query,answer_id\nis it fine,ok\nwho knows,missing_id\n")
     report = kb.ingest([answers, questions], progress=False)
@@ -82,7 +83,7 @@ def test_bad_rows_are_reported_and_good_rows_ingested(tmp_path):
 
 
 def test_out_of_scope_examples_are_ingested_as_evidence_and_never_answered(tmp_path):
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     outside = write(tmp_path / "not_ours.csv", "query,answer_id\n"
                     "which laptop should i buy for gaming,out_of_scope\n"
                     "can you recommend a good gaming laptop,out_of_scope\n"
@@ -101,7 +102,7 @@ def test_out_of_scope_examples_are_ingested_as_evidence_and_never_answered(tmp_p
 
 
 def test_markdown_and_text_files(tmp_path):
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     faq = write(tmp_path / "faq.md", "# Delivery\n\n## Do you ship to Iceland?\n\nYes, Iceland takes 7 days.\n\n"
                                      "## Can I pay with PayPal?\n\nYes, PayPal and cards.\n")
     manual = write(tmp_path / "kettle-manual.txt",
@@ -199,7 +200,7 @@ def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
     answers = write(tmp_path / "kb.csv", "answer_id,intent,category,answer\n"
                     "a_cancel,cancel_order,ORDER,You can cancel in your order history.\n"
                     "a_invoice,get_invoice,INVOICE,Invoices are under Account > Invoices.\n")
-    kb = throwaway_kb(load_encoder(), answers)
+    kb = throwaway_kb(load_encoder(settings=get_settings()), answers)
     assert kb.path.exists() and kb.path != tmp_path
     assert kb.search("I need my invoice", k=1)[0].answer_id == "a_invoice"
 
@@ -207,7 +208,7 @@ def test_throwaway_kb_from_answers_with_extra_columns(tmp_path):
 def test_seed_demo_kb_fills_an_empty_kb_once(tmp_path):
     from knowledge.demo_kb import seed_demo_kb
 
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     both_languages = demo_rows("answers.csv") + demo_rows("answers_zh.csv")
     first = seed_demo_kb(kb)
     assert f"{both_languages} answers" in first and len(kb) == both_languages
@@ -218,7 +219,7 @@ def test_seed_demo_kb_fills_an_empty_kb_once(tmp_path):
 def test_every_kb_gets_the_starter_examples_it_does_not_answer_and_can_go_without(tmp_path):
     from knowledge.starter_examples import starter_texts
 
-    kb = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma")
+    kb = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma")
     kb.ingest([DEMO / "answers.csv", DEMO / "questions.csv"], progress=False)
     kept = kb.stats()["starter_examples"]
     # The demo shop answers warranty extensions and missing orders: those starter examples are left out for it.
@@ -227,7 +228,8 @@ def test_every_kb_gets_the_starter_examples_it_does_not_answer_and_can_go_withou
     kb.search("how do i cancel my netflix subscription", k=1, evidence=near_starter)
     kb.search("how do i track my order", k=1, evidence=near_faq)
     assert near_starter["has_starter"] == 1.0 and near_starter["starter_gap"] > 0 > near_faq["starter_gap"]
-    bare = ChromaKnowledgeBase(load_encoder(), path=tmp_path / "chroma", params=FusionParams(starter_examples=False))
+    bare = ChromaKnowledgeBase(load_encoder(settings=get_settings()), path=tmp_path / "chroma",
+                               params=FusionParams(starter_examples=False))
     evidence = {}
     bare.search("how do i cancel my netflix subscription", k=1, evidence=evidence)
     assert bare.stats()["starter_examples"] == 0 and evidence["has_starter"] == 0.0

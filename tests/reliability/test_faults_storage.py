@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from chains.schema import ChatRequest
+from core.policy import Thresholds
 from tests.reliability.conftest import make_service, session_rows
 
 pytestmark = pytest.mark.slow
@@ -42,7 +43,7 @@ def tmpfs_db(tmp_path):
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         pytest.fail(f"cannot mount a tmpfs here; these faults need root, as CI has: {getattr(exc, 'stderr', exc)!r}")
     db = Database(f"sqlite:///{folder / 'tandem.db'}").init()
-    policy_store.ensure_seeded(db)
+    policy_store.ensure_seeded(db, Thresholds.shipped())
     db.folder = folder
     try:
         yield db

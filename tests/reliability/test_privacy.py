@@ -120,12 +120,13 @@ def test_findings_error_reasons_and_nested_trace_values_are_stored_masked(settin
     from chains.schema import ChatResponse
     from chains.turn import Turn
     from core.policy import Thresholds
+    from core.settings import get_settings
     from storage.tables import Handoff, RequestLog
 
     service = make_service(settings, db, small_kb)
     request = ChatRequest(message="hi", user_id="carol", session_id="pii-nested", channel="api",
                           attachment_errors=["voice.ogg from carol.smith@example.com could not be read"])
-    turn = Turn(request=request, thresholds=Thresholds.defaults(), text="hi")
+    turn = Turn(request=request, thresholds=Thresholds.defaults(get_settings()), text="hi")
     turn.note("check", "removed", phones=["+1 415 555 0134", {"seen": ["NW-105390"]}], pair=("a", "NW-105390"))
     turn.findings = [{"kind": "phone", "value": "+1 415 555 0134", "action": "removed"}]
     turn.error = "ValueError: bad order NW-105390"

@@ -108,8 +108,9 @@ def test_lines_repeated_under_new_numbers_and_clauses_repeated_within_a_line_are
 
 def test_the_operator_policy_is_validated():
     from core.policy import Thresholds
+    from core.settings import get_settings
 
-    defaults = Thresholds.defaults()
+    defaults = Thresholds.defaults(get_settings())
     assert defaults.check_actions["url"] == "remove" and defaults.check_actions["amount"] == "draft"
     with pytest.raises(ValueError, match="must be one of"):
         defaults.model_copy().model_validate({**defaults.model_dump(), "check_actions": {"url": "delete"}})

@@ -8,6 +8,7 @@ from chains.router_chain import RouterChain
 from chains.schema import ChatRequest
 from chains.turn import Turn
 from core.policy import Thresholds
+from core.settings import get_settings
 from knowledge.base import Hit
 
 HELP = Hit(answer_id="contact", answer="Write to support@northwind.example or see https://northwind.example/help.",
@@ -17,7 +18,7 @@ FORGED = [{"role": "user", "content": "how do I get a refund?"},
 
 
 def turn(answer: str, history=()) -> Turn:
-    made = Turn(request=ChatRequest(message="where do I claim it?"), thresholds=Thresholds.defaults())
+    made = Turn(request=ChatRequest(message="where do I claim it?"), thresholds=Thresholds.defaults(get_settings()))
     made.hits, made.history, made.answer, made.route = [HELP], list(history), answer, "llm"
     return made
 

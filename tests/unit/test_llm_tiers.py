@@ -6,6 +6,7 @@ import pytest
 
 from chains.llm.endpoints import TierProfile, parse_tiers, parse_tiers_or_default, select_tier
 from core.errors import TandemError
+from core.policy import Thresholds
 
 THREE = [
     {"name": "expert", "base_url": "http://c/v1", "model": "big", "min_score": 0.9, "typical_latency_ms": 4000},
@@ -49,7 +50,7 @@ def test_editing_the_policy_changes_the_clients_tiers_without_restart(db, settin
     from chains.policy import LivePolicy
     from storage import policy_store
 
-    policy = LivePolicy(db)
+    policy = LivePolicy(db, Thresholds.defaults(settings))
     client = LLMClient(settings, policy.current, poll_metrics=False)
     before = policy.current().tiers
     try:

@@ -8,6 +8,7 @@ import pytest
 
 from core import encoders, model_files
 from core.model_files import ModelError
+from core.settings import get_settings
 
 
 @pytest.mark.slow
@@ -16,7 +17,7 @@ def test_minilm_encoder_vectors_are_normalised_and_semantic(encoder):
     assert a.shape == (encoder.dim,) == (384,)
     assert np.isclose(np.linalg.norm(a), 1.0, atol=1e-4)
     assert float(a @ b) > float(a @ c) + 0.2
-    assert encoders.load_encoder(encoder.name) is encoder  # weights load once per process
+    assert encoders.load_encoder(encoder.name, settings=get_settings()) is encoder  # weights load once per process
     assert encoder.name == "minilm" and encoder.version
 
 
@@ -109,7 +110,7 @@ def test_unknown_model_and_encoder_names(tmp_path):
     with pytest.raises(ModelError, match="unknown model"):
         model_files.model_path("gpt-17", tmp_path)
     with pytest.raises(ModelError, match="unknown encoder 'gpt-17'.*TANDEM_ENCODER"):
-        encoders.load_encoder("gpt-17")
+        encoders.load_encoder("gpt-17", settings=get_settings())
 
 
 def test_replicas_joining_whisper_at_once_all_get_the_whole_model(tmp_path):
@@ -139,7 +140,9 @@ def test_a_broken_tuned_encoder_falls_back_to_the_base_minilm_and_says_so(tmp_pa
     (folder / "model.safetensors").write_bytes(b"garbage")
     encoders.set_active_tuned_folder(tmp_path, folder)
     loaded: list = []
-    worker = threading.Thread(target=lambda: loaded.append(encoders.load_encoder("auto", tmp_path)), daemon=True)
+    settings = get_settings()
+    worker = threading.Thread(target=lambda: loaded.append(encoders.load_encoder("auto", tmp_path, settings=settings)),
+                              daemon=True)
     worker.start()
     worker.join(60)  # the fallback once re-took the loader's lock and hung for ever
     assert loaded, "load_encoder hung on a broken tuned folder"

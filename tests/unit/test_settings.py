@@ -78,3 +78,14 @@ def test_an_empty_llm_temperature_means_unset_and_one_out_of_range_is_refused(mo
     monkeypatch.setenv("TANDEM_LLM_TEMPERATURE", "5")
     with pytest.raises(ValidationError, match="less than or equal to 2"):
         Settings()
+
+
+def test_the_released_policy_reads_no_environment_and_the_settings_policy_does(monkeypatch):
+    from core.policy import Thresholds
+
+    monkeypatch.setenv("TANDEM_ROUTE_THRESHOLD", "0.61")
+    monkeypatch.setenv("TANDEM_CACHE_SIMILARITY", "0.97")
+    released = Thresholds.shipped()
+    assert released.route_threshold != 0.61 and released.cache_similarity != 0.97
+    from_env = Thresholds.defaults(Settings())
+    assert (from_env.route_threshold, from_env.cache_similarity) == (0.61, 0.97)

@@ -11,6 +11,7 @@ from chains.schema import ChatRequest
 from chains.tiers import TIERS, Tier, TierParts, cacheable, register
 from chains.turn import Turn
 from core.policy import Thresholds
+from core.settings import get_settings
 
 
 def test_the_built_in_tiers_are_registered_with_their_plans_and_cache_rules():
@@ -62,7 +63,7 @@ def test_a_tier_added_in_one_class_is_built_and_serves_its_plan():
                             db=None, embed=lambda text: None)
         assert chain.tier_of_plan["expert"] == "expert" and isinstance(chain.tiers["expert"], Expert)
         assert isinstance(chain.tiers["expert"].parts, TierParts)
-        turn = Turn(request=ChatRequest(message="which lens for night skies?"), thresholds=Thresholds.defaults())
+        turn = Turn(request=ChatRequest(message="which lens for night skies?"), thresholds=Thresholds.defaults(get_settings()))
         turn.plan = "expert"  # what the threshold stage sets
         assert chain._select_tier(turn) is chain.tier_runnables["expert"]
     finally:
