@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
 from typer.testing import CliRunner
 
 from ops import alerts
 from storage.tables import utcnow
-from tests.conftest import fresh_db
 
 
-@pytest.fixture
-def ops_db(tmp_path, monkeypatch):
-    from core.settings import reset_settings
-
-    db = fresh_db(tmp_path, "ops-cli")
-    monkeypatch.setenv("TANDEM_DATABASE_URL", f"sqlite:///{tmp_path / 'ops-cli'}.db")
-    reset_settings()
-    yield db
-    monkeypatch.undo()
-    reset_settings()
-
-
-def test_alerts_says_when_none_are_open_then_lists_acknowledges_and_keeps_one(ops_db):
+def test_alerts_says_when_none_are_open_then_lists_acknowledges_and_keeps_one(cli_db):
     from tandem.cli import cli
 
     runner = CliRunner()
     empty = runner.invoke(cli, ["ops", "alerts"])
     assert empty.exit_code == 0 and empty.output.startswith("no open alerts"), empty.output
 
-    alert = alerts.raise_alert(ops_db, "fallback_rate", "fallback_rate rose to 0.4 (usual 0 ± 0.03)", utcnow())
+    alert = alerts.raise_alert(cli_db, "fallback_rate", "fallback_rate rose to 0.4 (usual 0 ± 0.03)", utcnow())
     listed = runner.invoke(cli, ["ops", "alerts"])
     assert listed.exit_code == 0 and f"#{alert.id} " in listed.output and "fallback_rate rose" in listed.output
     acked = runner.invoke(cli, ["ops", "ack", str(alert.id), "--who", "dana"])

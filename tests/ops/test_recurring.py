@@ -102,18 +102,6 @@ def test_each_vector_space_is_grouped_apart_with_its_own_threshold(tmp_path, emb
     assert SIMILARITY["zh"] > SIMILARITY[""]
 
 
-@pytest.fixture
-def cli_db(tmp_path, monkeypatch):
-    from core.settings import reset_settings
-
-    db = fresh_db(tmp_path, "recurring-cli")
-    monkeypatch.setenv("TANDEM_DATABASE_URL", f"sqlite:///{tmp_path / 'recurring-cli'}.db")
-    reset_settings()
-    yield db
-    monkeypatch.undo()
-    reset_settings()
-
-
 def test_the_cli_prints_the_largest_group_first_with_its_personal_flag(cli_db):
     from typer.testing import CliRunner
 
