@@ -17,9 +17,19 @@ from storage.tables import PreparedAnswer, table_of, utcnow
 
 
 def record(db: Database, **fields: Any) -> PreparedAnswer:
-    """A new prepared answer (its cache entry is already stored)."""
-    row = PreparedAnswer(**fields)
+    """A prepared answer whose cache entry is stored now. One row per cache entry: an answer prepared again under the
+    same key (the entry expired) renews that row (answer, tokens added, time) and keeps its hits."""
     with db.session() as session:
+        row = session.exec(select(PreparedAnswer).where(
+            PreparedAnswer.namespace == fields.get("namespace", ""),
+            PreparedAnswer.entry_key == fields.get("entry_key", ""),
+            PreparedAnswer.deleted == False)).first()  # noqa: E712
+        if row is None:
+            row = PreparedAnswer(**fields)
+        else:
+            tokens = row.tokens + int(fields.pop("tokens", 0))
+            for name, value in {**fields, "tokens": tokens, "created_at": utcnow()}.items():
+                setattr(row, name, value)
         session.add(row)
         session.commit()
         session.refresh(row)

@@ -36,3 +36,21 @@ def test_the_client_sends_the_asked_priority_and_none_by_default(settings):
             client.close()
     assert background and live
     assert server.requests[0].get("priority") == PRIORITY and "priority" not in server.requests[1]
+
+
+def test_an_answer_prepared_again_under_the_same_key_renews_its_record_and_keeps_its_hits(tmp_path):
+    from storage import prepared_store
+    from tests.conftest import fresh_db
+
+    db = fresh_db(tmp_path, "renew")
+    first = prepared_store.record(db, question="Q?", answer="old", namespace="ns", entry_key="q", tokens=300)
+    with db.session() as session:
+        session.execute(prepared_store.hit_statement("ns", "q"))
+        session.commit()
+    again = prepared_store.record(db, question="Q?", answer="new", namespace="ns", entry_key="q", tokens=200)
+    rows = prepared_store.listing(db)
+    assert again.id == first.id and len(rows) == 1
+    assert (rows[0].answer, rows[0].tokens, rows[0].hits) == ("new", 500, 1)
+    assert prepared_store.vouched(db, "ns", "q") and not prepared_store.vouched(db, "ns", "other")
+    prepared_store.mark_deleted(db, int(first.id or 0))
+    assert not prepared_store.vouched(db, "ns", "q") and prepared_store.tombstoned(db, "") == {"q"}
