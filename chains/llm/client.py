@@ -107,8 +107,7 @@ class LLMClient(LLM):
                 options: dict[str, Any] = {"max_tokens": max_tokens}
                 if temperature is not None:
                     options["temperature"] = temperature
-                tried = yield from self._try(call, chat, messages, options, (user_id, priority), cancel, attempt,
-                                             tries)
+                tried = yield from self._try(call, chat, messages, options, (user_id, priority), cancel, attempt, tries)
                 if tried is None:  # a retryable failure before any text
                     self._sleep(_backoff_s(attempt, self._jitter))
                     continue
@@ -281,14 +280,11 @@ class LLMClient(LLM):
             return endpoint
 
     def _priority_for(self, user_id: str, asked: int, base_url: str) -> int:
-        """A VIP's priority, else the one the caller asked for (the idle-time worker asks for the lowest); 0 once the
-        server refused priorities."""
+        """A VIP's priority, else the caller's own (the idle-time worker's lowest); 0 once the server refused one."""
         vip = bool(user_id) and user_id in self.settings.vip_user_set and bool(self.settings.llm_vip_priority)
         priority = self.settings.llm_vip_priority if vip else asked
-        if not priority:
-            return 0
         with self._lock:
-            return 0 if base_url in self._no_priority else priority
+            return 0 if not priority or base_url in self._no_priority else priority
 
     def _model_for(self, tier: TierProfile) -> str:
         """The tier's model, or (none set) the first model the endpoint serves, asked once per endpoint."""
