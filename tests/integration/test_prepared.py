@@ -250,3 +250,16 @@ def test_a_prepared_entry_is_a_counted_hit_until_a_kb_change_retires_it_or_an_op
     assert prepared(runtime.db)[0].hits == 2 and prepared(runtime.db)[0].deleted
     assert deleted.answer != answer and any(s["decision"] == "prepared answer withdrawn" for s in deleted.trace)
     assert left is None or left.payload.get("origin") != "prepared"
+
+
+@pytest.mark.parametrize("budget", [0, BUDGET])
+def test_the_app_runs_the_worker_only_with_a_budget_and_stops_it_on_shutdown(settings, own_kb, tmp_path, budget):
+    from tests.api import api_client
+
+    runtime = make_runtime(settings, fresh_db(tmp_path, "app"), own_kb)
+    app_settings = settings.model_copy(update={"prepare_tokens_per_hour": budget, "prepare_every_s": 3600.0})
+    with api_client(app_settings, runtime) as client:
+        worker = client.app.state.prepared
+        running = worker.running
+    assert isinstance(worker, PreparedWorker) and worker.tokens_per_hour == budget
+    assert running == (budget > 0) and worker._stop.is_set()  # type: ignore[attr-defined]
