@@ -166,6 +166,7 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         from ops.job import OpsLoop
+        from ops.prepared import PreparedWorker
 
         app.state.warm = await run_in_threadpool(start)
         runtime = app.state.runtime
@@ -174,7 +175,14 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
         ops = OpsLoop(runtime.db, settings.ops_every_min, settings.retention_days, settings.alert_webhook,
                       settings.llm_price_per_1k_tokens).start() if runtime is not None else None
         app.state.ops = ops
+        # Answers to recurring LLM-bound questions prepared while the LLM engine is idle (ops/prepared.py): off
+        # unless TANDEM_PREPARE_TOKENS_PER_HOUR gives it a budget; a lease row keeps it to one replica.
+        prepared = PreparedWorker(runtime.service, settings.prepare_tokens_per_hour,
+                                  every_s=settings.prepare_every_s).start() if runtime is not None else None
+        app.state.prepared = prepared
         yield
+        if prepared is not None:
+            prepared.stop()
         if ops is not None:
             ops.stop()
         if runtime is not None:

@@ -85,5 +85,9 @@ class ResponseCache:
                                                negations=negation_signature(text), payload=payload,
                                                expires_at=self._clock() + self.ttl_s, text=text))
 
+    def forget(self, text: str, namespace: str) -> bool:
+        """Drop the answer stored for ``text`` in ``namespace`` (an operator deleted a prepared answer)."""
+        return self.state.cache_delete(namespace, normalise(text))
+
     def clear(self) -> None:
         self.state.cache_clear()

@@ -168,6 +168,20 @@ class RedisState(SharedState):
 
         return self._call(shared, lambda: self.local.cache_put(entry))
 
+    def cache_delete(self, namespace: str, key: str) -> bool:
+        """Deleted in Redis and in this replica's mirror; other replicas' mirrors keep their copy of a semantic entry
+        until it expires (a prepared answer's hit is vouched for by its database row, chains/router_chain.py)."""
+        name = self._entry_key(namespace, key)
+        deleted = bool(self._call(lambda: self._client.delete(name), lambda: 0))
+        with self._lock:
+            mirror = self._mirrors.get(namespace)
+            if mirror is not None and name in mirror.ids:
+                keep = [i for i, n in enumerate(mirror.ids) if n != name]
+                mirror.ids = [mirror.ids[i] for i in keep]
+                mirror.entries = [mirror.entries[i] for i in keep]
+                mirror.matrix = mirror.matrix[keep] if keep else np.zeros((0, 0), np.float32)
+        return self.local.cache_delete(namespace, key) or deleted
+
     def cache_vectors(self, namespace: str) -> Vectors:
         return self._call(lambda: self._shared_vectors(namespace), lambda: self.local.cache_vectors(namespace))
 

@@ -19,7 +19,7 @@ import numpy as np
 from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
 
 from chains import answers
-from chains.cache import ResponseCache
+from chains.cache import CacheHit, ResponseCache, normalise
 from chains.calibration import QualityFloor, quality_floors
 from chains.check import AnswerCheck, sources_of
 from chains.features import message_features
@@ -27,13 +27,20 @@ from chains.guard import check_input
 from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
 from chains.rules import RuleBook
-from chains.schema import LLM_ROUTE, SMALL_ROUTE, Decided, Revised
+from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE, ChatRequest, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
 from chains.turn import Turn, timed
+from core.policy import Thresholds
 from core.text import language_of
 from knowledge.base import KnowledgeBase
+from storage import prepared_store
 from storage.db import Database
+
+# The cache payload origin of an answer the idle-time worker prepared (ops/prepared.py), and what it may have served:
+# LLM text that passed the answer check (an answer) or the rewrite verification (a rewrite of the KB draft).
+PREPARED_ORIGIN = "prepared"
+PREPARED_SERVED = ("llm", "rewrite")
 
 
 class RouterChain:
@@ -123,16 +130,11 @@ class RouterChain:
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
-        turn.kb_version = self.kb.version
-        # One router for the whole turn (cache key, score, draft quality, floors): a reload lands between turns.
-        turn.router = self.router()
-        turn.routing_version = (f"{turn.router.fingerprint}."
-                                f"{self.rules.current_version() if self.rules is not None else '-'}")
-        turn.space = self.kb.space_for(turn.query)
+        self._key_parts(turn)
         hit = None
         if self.cache is not None and not follow_up and not chose:
             with timed(turn, "cache"):
-                hit = self.cache.lookup_exact(turn.text, turn.cache_key)
+                hit = self._vouched(turn, self.cache.lookup_exact(turn.text, turn.cache_key))
         if hit is None:
             with timed(turn, "embed"):
                 turn.search_text = self.kb.search_text(turn.query)
@@ -145,17 +147,48 @@ class RouterChain:
             return turn
         if hit is None and turn.vector is not None:
             with timed(turn, "cache"):
-                hit = self.cache.lookup(turn.text, turn.vector, turn.cache_key, turn.thresholds.cache_similarity)
+                hit = self._vouched(turn, self.cache.lookup(turn.text, turn.vector, turn.cache_key,
+                                                            turn.thresholds.cache_similarity))
         if hit is None:
             turn.note("cache", "miss")
             return turn
         turn.cache_hit = True
+        turn.cache_origin = str(hit.payload.get("origin", ""))
+        turn.cache_entry = (turn.cache_key, normalise(hit.source_text))
         turn.sources = list(hit.payload.get("sources", []))
         turn.scores["cache_similarity"] = round(hit.similarity, 4)
-        turn.note("cache", f"{hit.kind} hit", similarity=round(hit.similarity, 4), cached_question=hit.source_text)
+        turn.note("cache", f"{hit.kind} hit", similarity=round(hit.similarity, 4), cached_question=hit.source_text,
+                  origin=turn.cache_origin)
         return turn.finish("cache", hit.payload["answer"],
                            f"cache: {hit.kind} hit (similarity {hit.similarity:.3f} >= "
                            f"{turn.thresholds.cache_similarity})")
+
+    def _key_parts(self, turn: Turn) -> None:
+        """What the turn's cache key is made of: the KB version, the routing version and the vector space."""
+        turn.kb_version = self.kb.version
+        # One router for the whole turn (cache key, score, draft quality, floors): a reload lands between turns.
+        turn.router = self.router()
+        turn.routing_version = (f"{turn.router.fingerprint}."
+                                f"{self.rules.current_version() if self.rules is not None else '-'}")
+        turn.space = self.kb.space_for(turn.query)
+
+    def cache_namespace(self, request: ChatRequest, thresholds: Thresholds) -> str:
+        """The cache key a new conversation's message would be looked up under now (the idle-time worker asks
+        whether a question already has a fresh answer without sending it)."""
+        turn = Turn(request=request, thresholds=thresholds, text=request.message, query=request.message)
+        self._key_parts(turn)
+        return turn.cache_key
+
+    def _vouched(self, turn: Turn, hit: CacheHit | None) -> CacheHit | None:
+        """A prepared answer is served only while its record stands (an operator may have deleted it in the
+        console, which may not share this process's cache): else its entry is dropped and the turn goes on."""
+        if hit is None or hit.payload.get("origin") != PREPARED_ORIGIN or self.db is None or self.cache is None:
+            return hit
+        if prepared_store.vouched(self.db, turn.cache_key, normalise(hit.source_text)):
+            return hit
+        self.cache.forget(hit.source_text, turn.cache_key)
+        turn.note("cache", "prepared answer withdrawn", cached_question=hit.source_text)
+        return None
 
     def _rules(self, turn: Turn) -> Turn:
         if turn.done or self.rules is None:
@@ -298,12 +331,16 @@ class RouterChain:
         """Store a complete, ordinary answer in the cache (the chain owns lookup and store alike)."""
         for item in items:
             if isinstance(item, Turn) and self.cache is not None and item.vector is not None and self._cacheable(item):
+                origin = PREPARED_ORIGIN if item.request.channel == PREPARE_CHANNEL else item.route
                 with timed(item, "remember"):
-                    self.cache.store(item.text, item.vector, item.cache_key,
-                                     {"answer": item.answer, "sources": item.sources, "origin": item.route})
+                    stored = self.cache.store(item.text, item.vector, item.cache_key,
+                                              {"answer": item.answer, "sources": item.sources, "origin": origin})
+                item.note("remember", "stored" if stored else "not stored", origin=origin, namespace=item.cache_key)
             yield item
 
     def _cacheable(self, turn: Turn) -> bool:
+        if turn.request.channel == PREPARE_CHANNEL and (turn.route != LLM_ROUTE or turn.served not in PREPARED_SERVED):
+            return False  # the idle-time worker stores LLM text that passed its checks, nothing else
         return (self.cache is not None and cacheable(turn.route) and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew

@@ -21,6 +21,10 @@ Mode = Literal["routed", "small", "llm"]
 # reason's wording can change freely. "" when nothing was refused. The reasons say the same for operators.
 RefusalCode = Literal["", "empty", "control_only", "too_many_controls", "too_long", "no_words",
                       "attachment_unreadable", "rate_limited"]
+# The channel of the requests Tandem's own idle-time worker sends (ops/prepared.py): answers prepared while the LLM
+# engine is idle. The chain stores such an answer with origin "prepared"; the recurring-question groups and the ops
+# series leave these rows out (they are not customers' traffic).
+PREPARE_CHANNEL = "prepare"
 MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Settings.llm_max_tokens is the default)
 
 
@@ -34,7 +38,7 @@ class ChatRequest(BaseModel):
     # The anonymous caller: "key:<api key id>" or "addr:<client address>" ("" for the operator's CLI and batch runs).
     # It owns the sessions it opens when no customer is signed in, and its LLM token budget is counted on it.
     client: str = ""
-    channel: str = "cli"                      # cli | api | ui | batch
+    channel: str = "cli"                      # cli | api | ui | batch | prepare
     modality: str = "text"                    # text, or e.g. "text+image", "audio"
     extracted: list[str] = Field(default_factory=list)  # text read from attachments (OCR, speech), shown to users
     attachment_errors: list[str] = Field(default_factory=list)  # clear messages for files we could not read
@@ -47,6 +51,9 @@ class ChatRequest(BaseModel):
     # else); ``choice_of`` is the clarify request it answers ("" = the session's last clarify request).
     choice: str = Field("", max_length=200)
     choice_of: str = Field("", max_length=64)
+    # vLLM scheduling priority of the LLM call (lower is served sooner; 0 the engine's default). Set only by Tandem's
+    # own idle-time worker (ops/prepared.py), which sends at the lowest priority; no front end passes it on.
+    priority: int = 0
 
     @property
     def owner(self) -> str:

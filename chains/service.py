@@ -26,13 +26,14 @@ from sqlmodel import select
 
 from chains import metrics
 from chains.policy import FixedPolicy, LivePolicy
-from chains.router_chain import RouterChain
+from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
 from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
 from core.policy import Thresholds
+from storage import prepared_store
 from storage.db import Database
 from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestLog, new_id, utcnow
 
@@ -50,6 +51,7 @@ class _PendingRow:
     new_session: bool
     owner: str = ""
     written: bool = False
+    prepared_hit: tuple[str, str] | None = None  # (namespace, entry key) of a prepared answer the cache served
 
 
 class TandemService:
@@ -253,7 +255,8 @@ class TandemService:
                                  note=why[:2000]))
         if (chosen := self._chosen(turn)) is not None:
             extra.append(chosen)
-        pending = _PendingRow(row, extra, turn.new_session, request.owner)
+        prepared = turn.cache_entry if turn.cache_hit and turn.cache_origin == PREPARED_ORIGIN else None
+        pending = _PendingRow(row, extra, turn.new_session, request.owner, prepared_hit=prepared)
         with self._queue_lock:
             self._backlog.append(pending)
         with self._log_lock:
@@ -282,6 +285,8 @@ class TandemService:
                 for pending in batch:  # in arrival order: a conversation's messages keep their order
                     session.add(_fresh(pending.row))
                     session.add_all([_fresh(item) for item in pending.extra])
+                    if pending.prepared_hit is not None:  # a prepared answer served: its hit counts with the row
+                        session.execute(prepared_store.hit_statement(*pending.prepared_hit, pending.row.created_at))
                 session.commit()
             return True
         except Exception as exc:  # locked, read-only or full database: keep the rows, tell operators

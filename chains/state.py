@@ -61,6 +61,10 @@ class SharedState(ABC):
         """Store an entry; False when that namespace already holds the key."""
 
     @abstractmethod
+    def cache_delete(self, namespace: str, key: str) -> bool:
+        """Drop the entry stored under exactly this key; False when there was none."""
+
+    @abstractmethod
     def cache_vectors(self, namespace: str) -> Vectors:
         """Every live entry of the namespace with its vectors, for nearest-neighbour lookups."""
 
@@ -122,6 +126,13 @@ class MemoryState(SharedState):
             else:
                 view.matrix = np.vstack([view.matrix, row])
                 view.entries.append(entry)
+            return True
+
+    def cache_delete(self, namespace: str, key: str) -> bool:
+        with self._lock:
+            if (namespace, key) not in self._entries:
+                return False
+            self._drop((namespace, key))
             return True
 
     def cache_vectors(self, namespace: str) -> Vectors:

@@ -48,6 +48,8 @@ class Turn:
     no_fit: bool = False                 # the small tier answers although the router would have asked the LLM
     fallback: bool = False
     cache_hit: bool = False
+    cache_origin: str = ""               # a hit's payload origin: the route that wrote it, or "prepared"
+    cache_entry: tuple[str, str] | None = None  # a hit's (namespace, entry key)
     cancelled: bool = False
     handoff: bool = False                # the answer check handed the conversation to a human
     findings: list[dict[str, str]] = field(default_factory=list)  # what the answer check found, and did

@@ -101,6 +101,7 @@ PAGES = [
     st.Page("views/overview.py", title="Overview", icon=":material/monitoring:", default=True),
     st.Page("views/request_log.py", title="Requests", icon=":material/list:"),
     st.Page("views/recurring.py", title="Recurring questions", icon=":material/repeat:"),
+    st.Page("views/prepared.py", title="Prepared answers", icon=":material/bolt:"),
     st.Page("views/tuning.py", title="Tuning", icon=":material/tune:"),
     st.Page("views/what_if.py", title="What-if replay", icon=":material/science:"),
     st.Page("views/knowledge_base.py", title="Knowledge base", icon=":material/menu_book:"),

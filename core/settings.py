@@ -135,6 +135,13 @@ class Settings(BaseSettings):
     ops_every_min: float = Field(1.0, ge=0, description="The app runs the ops job (anomaly alerts, automatic tuning "
                                  "when switched on) every N minutes; 0 turns it off (then schedule `tandem ops run`).")
     alert_webhook: str = Field("", description="URL that receives each new alert as a JSON POST (retried 3 times).")
+    prepare_tokens_per_hour: int = Field(0, ge=0, description="LLM tokens an hour (prompt and completion) the app may "
+                                         "spend preparing answers to recurring LLM-bound questions while the LLM engine "
+                                         "is idle, stored in the response cache for the next customer who asks "
+                                         "(README, Answers prepared while the engine is idle); 0 turns it off (the "
+                                         "default: its delay to live traffic is not measured yet).")
+    prepare_every_s: float = Field(60.0, gt=0, description="How often the idle-time worker looks for a recurring "
+                                   "question to prepare (one LLM request at most per look).")
 
     # --- input limits, privacy, access ---------------------------------------------------
     max_message_chars: int = Field(4000, description="Longer messages are refused with a clear message.")

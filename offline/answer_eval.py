@@ -122,9 +122,9 @@ class EvalLLM(LLM):
 
     def stream(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,
                cancel: threading.Event | None = None, temperature: float | None = None,
-               user_id: str = "") -> Iterator[str | LLMResult]:
+               user_id: str = "", priority: int = 0) -> Iterator[str | LLMResult]:
         return self.client.stream(messages, max_tokens=max_tokens, score=score, cancel=cancel,
-                                  temperature=temperature, user_id=user_id)
+                                  temperature=temperature, user_id=user_id, priority=priority)
 
     def admit(self, user_id: str) -> tuple[bool, str]:
         return True, "eval: one message at a time, no load gate"

@@ -49,21 +49,23 @@ def holder_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def take_lease(db: Database, now: datetime, holder: str, ttl: timedelta = timedelta(minutes=3)) -> bool:
-    """Compare-and-set on one row: free (expired) or already ours -> ours until now + ttl."""
+def take_lease(db: Database, now: datetime, holder: str, ttl: timedelta = timedelta(minutes=3),
+               name: str = LEASE_NAME) -> bool:
+    """Compare-and-set on one row: free (expired) or already ours -> ours until now + ttl. ``name``: which job's
+    lease (the ops job's, or the idle-time worker's, ops/prepared.py)."""
     table = table_of(OpsLease)
     until = now + ttl
     with db.engine.begin() as conn:
-        changed = conn.execute(update(table).where(table.c.name == LEASE_NAME)
+        changed = conn.execute(update(table).where(table.c.name == name)
                                .where((table.c.until < _aware(now)) | (table.c.holder == holder))
                                .values(holder=holder, until=_aware(until))).rowcount
     if changed:
         return True
     try:
         with db.session() as session:
-            if session.get(OpsLease, LEASE_NAME) is not None:
+            if session.get(OpsLease, name) is not None:
                 return False
-            session.add(OpsLease(name=LEASE_NAME, holder=holder, until=_aware(until)))
+            session.add(OpsLease(name=name, holder=holder, until=_aware(until)))
             session.commit()
             return True
     except IntegrityError:  # another process inserted it first
@@ -86,7 +88,7 @@ def _aware(moment: datetime) -> datetime:
 def window_frame(db: Database, since: datetime) -> pd.DataFrame:
     """Requests since ``since`` with the feedback joined on: ``negative_feedback`` (a thumbs-down) and
     ``label_correct_small`` (an answer kept on the small tier with a rating: 1 up, 0 down) for the quality guard."""
-    frame = load_requests(db, since=_aware(since))
+    frame = load_requests(db, since=_aware(since), customers_only=True)
     feedback = load_feedback(db, since=_aware(since))
     rating = feedback.groupby("request_id")["rating"].min() if not feedback.empty else pd.Series(dtype=float)
     frame["rating"] = frame["id"].map(rating)
@@ -105,7 +107,7 @@ def _utc(frame: pd.DataFrame) -> pd.DataFrame:
 def detect(db: Database, now: datetime, params: DetectorParams | None = None) -> list[SeriesState]:
     params = params or DetectorParams()
     since = now - timedelta(minutes=params.history_min + params.recent_min + 1)
-    frame = _utc(load_requests(db, since=_aware(since)))
+    frame = _utc(load_requests(db, since=_aware(since), customers_only=True))
     feedback = load_feedback(db, since=_aware(since))
     return evaluate(minute_series(frame, feedback), now, params)
 

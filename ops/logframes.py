@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import select
 
+from chains.schema import PREPARE_CHANNEL
 from core.pii import mask
 from storage.db import Database
 from storage.tables import Feedback, RequestLog, table_of
@@ -70,10 +71,15 @@ _COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "ans
             *SCORE_KEYS, *(f"ms_{s}" for s in STAGES), "sched_ms"]
 
 
-def load_requests(db: Database, since: datetime | None = None, limit: int = ROW_LIMIT) -> pd.DataFrame:
-    """Newest first; one query for the whole page (core select: no ORM objects for thousands of rows)."""
+def load_requests(db: Database, since: datetime | None = None, limit: int = ROW_LIMIT,
+                  customers_only: bool = False) -> pd.DataFrame:
+    """Newest first; one query for the whole page (core select: no ORM objects for thousands of rows).
+    ``customers_only`` leaves out the idle-time worker's own requests (channel prepare): the ops series and the tuner
+    read customers' traffic; the console's pages show every row."""
     table = table_of(RequestLog)
     query = select(table).order_by(table.c.created_at.desc()).limit(limit)
+    if customers_only:
+        query = query.where(table.c.channel != PREPARE_CHANNEL)
     if since is not None:
         query = query.where(table.c.created_at >= since)
     with db.engine.connect() as conn:

@@ -30,6 +30,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import and_, or_, select
 
+from chains.schema import PREPARE_CHANNEL
 from core.pii import MASKED, find_pii
 from ops.logframes import masked
 from storage.db import Database
@@ -101,6 +102,7 @@ def llm_bound(db: Database, since: datetime | None = None, until: datetime | Non
                     t.c.trace)
              .where(or_(t.c.route == "llm", and_(t.c.route == "small", or_(t.c.degraded, t.c.fallback))))
              .where(t.c.text != "")
+             .where(t.c.channel != PREPARE_CHANNEL)  # the idle-time worker's own requests are not customers'
              .order_by(t.c.created_at.desc(), t.c.id).limit(limit))
     if since is not None:
         query = query.where(t.c.created_at >= since)

@@ -235,3 +235,27 @@ class OpsEvent(SQLModel, table=True):
     kind: str = Field(index=True)
     message: str = Field(default="", sa_column=Column(Text))
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class PreparedAnswer(SQLModel, table=True):
+    """An LLM answer the idle-time worker prepared for a recurring question and stored in the shared response cache
+    (ops/prepared.py). The row vouches for the cache entry: a hit on it counts here, and once the row is deleted
+    (an operator's tombstone) the entry is no longer served."""
+
+    __tablename__ = "prepared_answers"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    question: str = Field(default="", sa_column=Column(Text), description="the group's representative question")
+    answer: str = Field(default="", sa_column=Column(Text))
+    namespace: str = Field(default="", index=True, description="the cache key it is stored under (Turn.cache_key)")
+    entry_key: str = Field(default="", index=True, description="the cache entry's key: the normalised question")
+    kb_version: str = Field(default="", index=True)
+    group_size: int = 0
+    sessions: int = 0
+    tokens: int = Field(default=0, description="prompt and completion tokens the preparing request spent")
+    request_id: str = Field(default="", description="the logged request (channel prepare) that wrote it")
+    hits: int = 0
+    last_hit_at: Optional[datetime] = None
+    deleted: bool = Field(default=False, description="an operator deleted it: not served, not prepared again for "
+                                                     "this KB version")

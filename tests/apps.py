@@ -36,7 +36,8 @@ def app_env(home: Path, llm_url: str = "", **extra: str) -> dict[str, str]:
     llm = {"TANDEM_LLM_URL": llm_url} if llm_url else {
         "TANDEM_LLM_URL": f"http://127.0.0.1:{free_port()}/v1", "TANDEM_LLM_RETRIES": "0", "TANDEM_LLM_TIMEOUT_S": "2"}
     return {**os.environ, "TANDEM_HOME": str(home), "TANDEM_MAX_UPLOAD_MB": str(UPLOAD_LIMIT_MB),
-            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False", **llm, **extra}
+            "TANDEM_API_TOKEN": "", "GRADIO_ANALYTICS_ENABLED": "False",
+            "TANDEM_PREPARE_TOKENS_PER_HOUR": "0", **llm, **extra}  # no idle-time LLM calls in test apps
 
 
 def start_app(log: Path, env: dict[str, str]) -> RunningApp:

@@ -62,6 +62,9 @@ def tandem_home(tmp_path_factory) -> Path:
     # The product's default stand-in is Qwen2.5-0.5B; the tests run the real engine with SmolLM2, about 4x faster on
     # 2 cores, so the suite stays within its time (README, Tests). What they check does not depend on the model.
     os.environ["TANDEM_LLM_MODEL"] = "smollm2"
+    # No idle-time worker in the test session (apps started by the tests inherit this): no test sees an LLM call it
+    # did not send. tests/integration/test_prepared.py builds its own workers.
+    os.environ["TANDEM_PREPARE_TOKENS_PER_HOUR"] = "0"
     # One passage cache for the session's many data directories (apps, demos, CLIs, replicas): the starter examples
     # and the demo KB are embedded for real once per session, not once per process (about 10 s each on 2 cores).
     os.environ["TANDEM_PASSAGE_CACHE"] = str(tmp_path_factory.getbasetemp() / "passages.sqlite3")

@@ -39,11 +39,12 @@ class LLM(ABC):
     @abstractmethod
     def stream(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,
                cancel: threading.Event | None = None, temperature: float | None = None,
-               user_id: str = "") -> Iterator[str | LLMResult]:
+               user_id: str = "", priority: int = 0) -> Iterator[str | LLMResult]:
         """Text deltas as they arrive, then one :class:`LLMResult`. Raises :class:`LLMUnavailable` (also midway).
 
         When ``cancel`` is set the request is aborted in the engine at the next token, and the result says so.
-        ``user_id`` lets the engine serve a VIP before queued requests (where it schedules by priority).
+        ``user_id`` lets the engine serve a VIP before queued requests (where it schedules by priority); ``priority``
+        (lower is sooner) asks for a priority of the caller's own, as background work does with a high number.
         """
 
     def complete(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,

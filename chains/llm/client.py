@@ -88,7 +88,7 @@ class LLMClient(LLM):
     # --- public API ----------------------------------------------------------------------------
     def stream(self, messages: list[dict], *, max_tokens: int | None = None, score: float | None = None,
                cancel: threading.Event | None = None, temperature: float | None = None,
-               user_id: str = "") -> Iterator[str | LLMResult]:
+               user_id: str = "", priority: int = 0) -> Iterator[str | LLMResult]:
         """Text deltas as they arrive, then one :class:`LLMResult`. Raises LLMUnavailable (also midway)."""
         messages = _checked_messages(messages)
         max_tokens = _checked_max_tokens(max_tokens, self.settings.llm_max_tokens)
@@ -107,7 +107,7 @@ class LLMClient(LLM):
                 options: dict[str, Any] = {"max_tokens": max_tokens}
                 if temperature is not None:
                     options["temperature"] = temperature
-                tried = yield from self._try(call, chat, messages, options, user_id, cancel, attempt, tries)
+                tried = yield from self._try(call, chat, messages, options, (user_id, priority), cancel, attempt, tries)
                 if tried is None:  # a retryable failure before any text
                     self._sleep(_backoff_s(attempt, self._jitter))
                     continue
@@ -181,12 +181,12 @@ class LLMClient(LLM):
         self._evaluate()
         return _Call(tier, endpoint, started=self._clock())
 
-    def _try(self, call: _Call, chat: Any, messages: list[dict], options: dict[str, Any], user_id: str,
+    def _try(self, call: _Call, chat: Any, messages: list[dict], options: dict[str, Any], caller: tuple[str, int],
              cancel: threading.Event | None, attempt: int, tries: int) -> Generator[str, None, _Try | None]:
         """One try: its text pieces as they arrive; returns what it streamed, or None when it failed before any
-        text and may be retried. Raises LLMUnavailable when it may not."""
+        text and may be retried. Raises LLMUnavailable when it may not. ``caller``: (user id, asked priority)."""
         tried = _Try(attempt)
-        priority = self._priority_for(user_id, call.tier.base_url)  # asked per try: a refusal turns it off
+        priority = self._priority_for(*caller, call.tier.base_url)  # asked per try: a refusal turns it off
         if priority:
             options = {**options, "extra_body": {"priority": priority}}
         call.chunks = chat.stream(messages, **options)
@@ -279,11 +279,12 @@ class LLMClient(LLM):
             endpoint.tracker.typical_latency_ms = tier.typical_latency_ms  # operator edits apply live
             return endpoint
 
-    def _priority_for(self, user_id: str, base_url: str) -> int:
-        if not user_id or user_id not in self.settings.vip_user_set or not self.settings.llm_vip_priority:
-            return 0
+    def _priority_for(self, user_id: str, asked: int, base_url: str) -> int:
+        """A VIP's priority, else the caller's own (the idle-time worker's lowest); 0 once the server refused one."""
+        vip = bool(user_id) and user_id in self.settings.vip_user_set and bool(self.settings.llm_vip_priority)
+        priority = self.settings.llm_vip_priority if vip else asked
         with self._lock:
-            return 0 if base_url in self._no_priority else self.settings.llm_vip_priority
+            return 0 if not priority or base_url in self._no_priority else priority
 
     def _model_for(self, tier: TierProfile) -> str:
         """The tier's model, or (none set) the first model the endpoint serves, asked once per endpoint."""

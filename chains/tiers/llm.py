@@ -47,7 +47,7 @@ class LLMTier(Tier):
         with timed(turn, "generate"):
             yield from self.parts.llm.stream(self.llm_request(turn), score=turn.scores.get("p_llm"), cancel=turn.cancel,
                                        max_tokens=request.max_tokens, temperature=request.temperature,
-                                       user_id=request.customer)
+                                       user_id=request.customer, priority=request.priority)
 
     def _rewritten(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         """The draft at once; the rewrite replaces it only if it keeps every key fact of the draft, contradicts

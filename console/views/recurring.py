@@ -1,6 +1,6 @@
 """Recurring LLM-bound questions (issue 42, part 2): the messages the router sent to the LLM in the time range, grouped
 by meaning in the knowledge base's embedding (ops/recurring.py). Personal groups are listed but flagged: answers are
-never prepared for them."""
+never prepared for them (ops/prepared.py, page Prepared answers)."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ st.title("Recurring LLM-bound questions")
 st.caption("Messages the router sent to the LLM (LLM answers, rewrites of a KB draft, and messages the load gate "
            "degraded or whose LLM call failed), grouped by meaning: a message joins a group when its mean cosine "
            f"to the members is at least {SIMILARITY[''] :.2f} (English, MiniLM) or {SIMILARITY['zh']:.2f} (Chinese, "
-           "e5). The question shown is the group's most central message. Answers prepared while the engine is idle "
-           "are not built yet; a personal group (an order number, email, phone or name in any message) would never "
-           "be prepared.")
+           "e5). The question shown is the group's most central message. When TANDEM_PREPARE_TOKENS_PER_HOUR gives "
+           "it a budget, the app prepares answers for the largest groups while the LLM is idle (page Prepared "
+           "answers); a personal group (an order number, email, phone or name in any message) is never prepared.")
 table = _groups(get_settings().db_url, ui.time_range(), ui.mask_pii())
 st.caption(f"{len(table):,} recurring questions (2 or more messages) in {ui.time_range()}, largest first"
            + (f" (the top {TOP})" if len(table) == TOP else ""))

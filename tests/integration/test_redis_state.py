@@ -70,3 +70,15 @@ def test_the_id_stream_keeps_only_ids_of_entries_that_can_still_be_live(redis_ur
     assert state.cache_put(entry("ns", "a new question", 0.3, 99))
     assert raw.xlen("t2:ids:ns") == 1
     assert [e.key for e in RedisState(redis_url, prefix="t2:").cache_vectors("ns").entries] == ["a new question"]
+
+
+def test_a_deleted_entry_is_gone_for_every_replica_by_key_and_for_the_deleting_one_by_vector(redis_url):
+    from chains.redis_state import RedisState
+
+    one, two = RedisState(redis_url, prefix="del:"), RedisState(redis_url, prefix="del:")
+    kept, dropped = entry("ns", "kept", 60, 1), entry("ns", "dropped", 60, 2)
+    assert one.cache_put(kept) and one.cache_put(dropped)
+    assert len(one.cache_vectors("ns").entries) == 2  # the mirror has read both
+    assert one.cache_delete("ns", "dropped") and not one.cache_delete("ns", "dropped")
+    assert two.cache_get("ns", "dropped") is None and two.cache_get("ns", "kept") is not None
+    assert [e.key for e in one.cache_vectors("ns").entries] == ["kept"]
