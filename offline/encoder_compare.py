@@ -54,10 +54,9 @@ from offline.datasets import Query
 SCORERS = ("knn", "mean3", "kb")
 WEIGHTS = np.round(np.linspace(0.0, 1.0, 21), 2)  # MiniLM's share in the fused score
 MAX_ESCALATION = 0.4  # of dev messages; under 0.5 the cascade's median message runs MiniLM alone
-DEFAULT_OUT = Path("reports/encoder_compare.json")
+DEFAULT_OUT = Path("reports/encoder_compare.json")  # scoring below is pure numpy, shared by dev and held-out
 
 
-# --- scoring: pure numpy, shared by dev and held-out ----------------------------------------------------------
 def answer_scores(sims: np.ndarray, labels: Sequence[str], answers: Sequence[str], k: int = 1) -> np.ndarray:
     """(messages × answers) scores from (messages × stored questions) cosines: the mean of each answer's ``k``
     highest (k = 1: the nearest question)."""
@@ -194,7 +193,6 @@ def _ms(values: np.ndarray) -> dict[str, float]:
     return {"p50_ms": round(float(np.percentile(values, 50)), 2), "p95_ms": round(float(np.percentile(values, 95)), 2)}
 
 
-# --- the run --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Corpus:
     """A KB (answers and stored questions, as CSVs `throwaway_kb` reads) with its development and held-out sets."""
@@ -234,6 +232,35 @@ def demo_corpus() -> Corpus:
 CORPORA: dict[str, Callable[[], Corpus]] = {"bitext": bitext_corpus, "demo": demo_corpus}
 
 
+def _combined_on_heldout(report: dict, spaces: dict[str, Space], shipped: str, gold: dict[str, np.ndarray],
+                         max_escalation: float) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict]]:
+    """Fusion and cascade chosen on dev per scorer, applied to held-out (top-1, paired counts, escalation: into
+    ``report``)."""
+    held: dict[str, dict[str, np.ndarray]] = {name: dict(s.scores["heldout"]) for name, s in spaces.items()}
+    choices: dict[str, dict] = {}
+    escalation: dict[str, float] = {}
+    first, second = spaces[shipped], spaces["mpnet-base"]
+    fused_name, cascade_name = f"fused ({shipped} + mpnet)", f"cascade ({shipped}, then mpnet)"
+    for scorer in SCORERS:
+        choice = choose(first.scores["dev"][scorer], second.scores["dev"][scorer], gold["dev"], max_escalation,
+                        margins(first.scores["dev_all"][scorer]))
+        choices[scorer] = choice.__dict__
+        held_first, held_second = first.scores["heldout"][scorer], second.scores["heldout"][scorer]
+        held.setdefault(fused_name, {})[scorer] = held_fused = fused(held_first, held_second, choice.weight)
+        held.setdefault(cascade_name, {})[scorer], escalate = cascaded(
+            held_first, held_second if choice.escalate_to == "mpnet" else held_fused, choice.margin)
+        escalation[scorer] = round(float(escalate.mean()), 4)
+    rows = {name: {scorer: round(top1(scores, gold["heldout"]), 4) for scorer, scores in by.items()}
+            for name, by in held.items()}
+    report["heldout_paired_vs_shipped"] = {name: {scorer: paired(held[shipped][scorer], scores, gold["heldout"])
+                                                  for scorer, scores in by.items()}
+                                           for name, by in held.items() if name != shipped}
+    report["heldout_top1"] = rows
+    report["choices_on_dev"] = choices
+    report["cascade_heldout_escalation"] = escalation
+    return held, choices
+
+
 def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: float = MAX_ESCALATION,
         log: Callable[[str], None] = print) -> dict:
     from core.policy import Thresholds
@@ -267,7 +294,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
         spaces["minilm-base"] = space("minilm-base", base, base_kb, train, answers, sets)
         served["minilm-base"] = onnx_fp32(minilm_path(), "minilm", settings, gate_texts, gate_labels)
         baseline: dict = {}
-        heldout_route = _route(base_kb, heldout_all, Thresholds.defaults(get_settings()))
+        heldout_route = _route(base_kb, heldout_all, Thresholds.defaults(settings))
         baseline["minilm-base"] = product_report(heldout_route, heldout_all)["top1"]
 
         if tune:
@@ -279,7 +306,7 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
                                            params=base_kb.params)
             spaces["minilm-tuned"] = space("minilm-tuned", tuned, tuned_kb, train, answers, sets)
             served["minilm-tuned"] = onnx_fp32(folder, "minilm-tuned", settings, gate_texts, gate_labels)
-            baseline["minilm-tuned"] = product_report(_route(tuned_kb, heldout_all, Thresholds.defaults(get_settings())),
+            baseline["minilm-tuned"] = product_report(_route(tuned_kb, heldout_all, Thresholds.defaults(settings)),
                                                       heldout_all)["top1"]
             report["tuned_folder"] = folder.name
 
@@ -293,34 +320,13 @@ def run(corpus: Corpus, tune: bool = True, repeats: int = 3, max_escalation: flo
         report["baseline_heldout_route_top1"] = baseline
 
     shipped = "minilm-tuned" if tune else "minilm-base"
-    held: dict[str, dict[str, np.ndarray]] = {name: dict(s.scores["heldout"]) for name, s in spaces.items()}
-    choices: dict[str, dict] = {}
-    escalation: dict[str, float] = {}
-    first, second = spaces[shipped], spaces["mpnet-base"]
-    fused_name, cascade_name = f"fused ({shipped} + mpnet)", f"cascade ({shipped}, then mpnet)"
-    for scorer in SCORERS:
-        choice = choose(first.scores["dev"][scorer], second.scores["dev"][scorer], gold["dev"], max_escalation,
-                        margins(first.scores["dev_all"][scorer]))
-        choices[scorer] = choice.__dict__
-        held_first, held_second = first.scores["heldout"][scorer], second.scores["heldout"][scorer]
-        held.setdefault(fused_name, {})[scorer] = held_fused = fused(held_first, held_second, choice.weight)
-        held.setdefault(cascade_name, {})[scorer], escalate = cascaded(
-            held_first, held_second if choice.escalate_to == "mpnet" else held_fused, choice.margin)
-        escalation[scorer] = round(float(escalate.mean()), 4)
-    rows = {name: {scorer: round(top1(scores, gold["heldout"]), 4) for scorer, scores in by.items()}
-            for name, by in held.items()}
-    report["heldout_paired_vs_shipped"] = {name: {scorer: paired(held[shipped][scorer], scores, gold["heldout"])
-                                                  for scorer, scores in by.items()}
-                                           for name, by in held.items() if name != shipped}
-    report["heldout_top1"] = rows
-    report["choices_on_dev"] = choices
-    report["cascade_heldout_escalation"] = escalation
+    _, choices = _combined_on_heldout(report, spaces, shipped, gold, max_escalation)
 
     log(f"latency: one message at a time, {repeats} passes over {len(heldout_all)} held-out messages")
     texts = [q.text for q in heldout_all]
     ms = latencies(served, texts, repeats)
     kb_choice = choices["kb"]  # the cascade the product would run: on the KB's own scores
-    escalate_all = margins(first.scores["heldout_all"]["kb"]) < kb_choice["margin"]
+    escalate_all = margins(spaces[shipped].scores["heldout_all"]["kb"]) < kb_choice["margin"]
     report["latency"] = {
         **{name: _ms(values) for name, values in ms.items()},
         f"fused ({shipped} + mpnet)": _ms(ms[shipped] + ms["mpnet-base"]),

@@ -45,11 +45,11 @@ def test_choose_escalates_the_unsure_messages_the_second_encoder_gets_right_and_
     assert capped.dev_escalation <= 0.25
 
 
-def test_choose_never_names_the_held_out_set_and_run_calls_it_with_dev_scores():
+def test_choose_never_names_the_held_out_set_and_the_comparison_calls_it_with_dev_scores():
     source = inspect.getsource(encoder_compare.choose)
     assert "heldout" not in source and "held_out" not in source
-    run = inspect.getsource(encoder_compare.run)
-    assert "choose(first.scores[\"dev\"]" in run and "choose(first.scores[\"heldout" not in run
+    combined = inspect.getsource(encoder_compare._combined_on_heldout)
+    assert "choose(first.scores[\"dev\"]" in combined and "choose(first.scores[\"heldout" not in combined
 
 
 def test_paired_counts_the_messages_each_side_alone_gets_right():
