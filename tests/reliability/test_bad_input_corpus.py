@@ -185,24 +185,24 @@ def test_text_corpus_through_gradio(reliability_app, gradio):
     assert len(cases) >= len(text_cases()) - 10
     before = reliability_app.count_rows()
     failures = {}
-    for start in range(0, len(cases), 8):   # 8 at a time, like the HTTP pool
-        batch = cases[start:start + 8]
-        jobs = [_send_gradio(gradio, case.message) for case in batch]
-        for case, job in zip(batch, jobs):
-            reply, details = _reply(job)
-            problems = []
-            if not reply.strip():
-                problems.append("empty reply")
-            if not details.get("request_id"):
-                problems.append("no request_id")
-            if case.expect == "answer" and details.get("route") == "guard":
-                problems.append(f"refused: {reply[:120]}")
-            if case.expect == "words" and (details.get("route") != "guard" or NO_WORDS not in reply):
-                problems.append(f"expected the request for words: {reply[:120]}")
-            if INJECTION_MARKER in (details.get("answer") or "") or any(f in reply for f in PROMPT_FRAGMENTS):
-                problems.append("obeyed an injection")
-            if problems:
-                failures[case.id] = problems
+    # One at a time: with several jobs in flight on one gradio_client, its shared event stream sometimes ends a
+    # finished job's stream early and the client raises CancelledError (a fresh-clone run of 4045a40 did); the
+    # concurrency of bad input is the HTTP corpus's part (8 at a time).
+    for case in cases:
+        reply, details = _reply(_send_gradio(gradio, case.message))
+        problems = []
+        if not reply.strip():
+            problems.append("empty reply")
+        if not details.get("request_id"):
+            problems.append("no request_id")
+        if case.expect == "answer" and details.get("route") == "guard":
+            problems.append(f"refused: {reply[:120]}")
+        if case.expect == "words" and (details.get("route") != "guard" or NO_WORDS not in reply):
+            problems.append(f"expected the request for words: {reply[:120]}")
+        if INJECTION_MARKER in (details.get("answer") or "") or any(f in reply for f in PROMPT_FRAGMENTS):
+            problems.append("obeyed an injection")
+        if problems:
+            failures[case.id] = problems
     assert not failures, failures
     reliability_app.wait_log_flushed()
     assert reliability_app.count_rows() - before == len(cases)
