@@ -157,34 +157,55 @@ def _pass(db: Database, now: datetime, webhook: str, price_per_1k_tokens: float,
     return report
 
 
-class OpsLoop:
-    """The ops job on a daemon thread inside the app: every ``every_min`` minutes, until stopped."""
+class PeriodicThread:
+    """A pass on a daemon thread every ``every_s`` seconds, until stopped. A failed pass must not kill the loop (or
+    the app): it is logged and kept in ``last_error``, and the next one retries. Subclasses say what a pass does."""
 
-    def __init__(self, db: Database, every_min: float, retention_days: float, webhook: str = "",
-                 price_per_1k_tokens: float = 0.002):
-        """``retention_days``: TANDEM_RETENTION_DAYS, passed by the app (0 keeps everything)."""
-        self.db, self.every_s = db, every_min * 60.0
-        self.webhook, self.price = webhook, price_per_1k_tokens
-        self.retention_days = retention_days
+    thread_name = "tandem-periodic"
+
+    def __init__(self, every_s: float):
+        self.every_s = every_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tandem-ops", daemon=True)
-        self.last: OpsReport | None = None
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
         self.last_error = ""
 
-    def start(self) -> OpsLoop:
-        if self.every_s > 0:
+    def enabled(self) -> bool:
+        return self.every_s > 0
+
+    def start(self) -> Any:
+        if self.enabled():
             self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
 
+    def one_pass(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             try:
-                self.last = run_once(self.db, webhook=self.webhook, price_per_1k_tokens=self.price,
-                                     retention_days=self.retention_days)
+                self.one_pass()
                 self.last_error = ""
-            except Exception as exc:  # a broken pass must not kill the loop (or the app): the next one retries
+            except Exception as exc:
                 self.last_error = f"{exc.__class__.__name__}: {exc}"
-                log.exception("ops job failed")
+                log.exception("%s: a pass failed", self.thread_name)
+
+
+class OpsLoop(PeriodicThread):
+    """The ops job on a daemon thread inside the app: every ``every_min`` minutes, until stopped."""
+
+    thread_name = "tandem-ops"
+
+    def __init__(self, db: Database, every_min: float, retention_days: float, webhook: str = "",
+                 price_per_1k_tokens: float = 0.002):
+        """``retention_days``: TANDEM_RETENTION_DAYS, passed by the app (0 keeps everything)."""
+        super().__init__(every_min * 60.0)
+        self.db, self.webhook, self.price = db, webhook, price_per_1k_tokens
+        self.retention_days = retention_days
+        self.last: OpsReport | None = None
+
+    def one_pass(self) -> None:
+        self.last = run_once(self.db, webhook=self.webhook, price_per_1k_tokens=self.price,
+                             retention_days=self.retention_days)

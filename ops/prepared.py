@@ -39,7 +39,7 @@ from chains.cache import ResponseCache, normalise
 from chains.router_chain import PREPARED_ORIGIN
 from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, ChatRequest, ChatResponse
 from chains.service import TandemService
-from ops.job import holder_id, take_lease
+from ops.job import PeriodicThread, holder_id, take_lease
 from ops.recurring import RecurringGroup, recurring_questions
 from storage import prepared_store
 from storage.db import Database
@@ -105,11 +105,14 @@ class _Candidate:
     namespace: str
 
 
-class PreparedWorker:
+class PreparedWorker(PeriodicThread):
     """One pass at a time (:meth:`run_once`), or a daemon thread every ``every_s`` seconds (:meth:`start`)."""
+
+    thread_name = "tandem-prepare"
 
     def __init__(self, service: TandemService, tokens_per_hour: int, *, every_s: float = 60.0,
                  window: timedelta = WINDOW, top: int = TOP, clock: Callable[[], datetime] = utcnow):
+        super().__init__(every_s)
         self.service, self.chain, self.db = service, service.chain, service.db
         self.tokens_per_hour, self.every_s, self.window, self.top = tokens_per_hour, every_s, window, top
         self.clock = clock
@@ -117,16 +120,11 @@ class PreparedWorker:
         self._groups: list[RecurringGroup] = []
         self._grouped_at = float("-inf")
         self._tried: dict[tuple[str, str], float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tandem-prepare", daemon=True)
         self.last: PrepareReport | None = None
-        self.last_error = ""
 
-    # --- the loop -------------------------------------------------------------------------------------
-    def start(self) -> PreparedWorker:
-        if self.tokens_per_hour > 0:
-            self._thread.start()
-        return self
+    # --- the loop (ops.job.PeriodicThread: start, stop, a failed pass logged) -------------------------
+    def enabled(self) -> bool:
+        return self.tokens_per_hour > 0
 
     def stop(self) -> None:
         self._stop.set()  # also cancels a prepare call in progress
@@ -135,14 +133,8 @@ class PreparedWorker:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.every_s):
-            try:
-                self.last = self.run_once()
-                self.last_error = ""
-            except Exception as exc:  # a broken pass must not kill the loop (or the app): the next one retries
-                self.last_error = f"{exc.__class__.__name__}: {exc}"
-                log.exception("prepare pass failed")
+    def one_pass(self) -> None:
+        self.last = self.run_once()
 
     # --- one pass -------------------------------------------------------------------------------------
     def run_once(self) -> PrepareReport:
