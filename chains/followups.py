@@ -1,0 +1,123 @@
+"""Predicted follow-ups (issue 42, part 3): what customers ask next after each answer, learned from sessions.
+
+A conversation is a sequence of *states*, one per customer message: the KB answer that answered it (its answer id),
+or a route name for a message no KB answer served (``tool``, ``llm``, ``guard``, ...). :class:`FollowupModel` counts,
+within sessions, which KB answer followed each state, and predicts the next KB answer from the current state:
+
+    P(next | state) = (count(state -> next) + ALPHA * P(next)) / (count(state) + ALPHA)
+
+with ``P(next)`` the answers' overall share as a follow-up (any state): a state seen rarely leans on what customers
+ask next in general, a state seen often on its own record. The state itself is never predicted (the customer just
+read that answer). Only KB answers are predicted, since only they can be offered as a suggested reply and answered
+at once; the model still learns from every message, so "after an order-status lookup, customers ask to change the
+address" is learned from tool turns as well.
+
+Pure and cheap: fitting reads (state, next) pairs; :func:`sessions_from_log` turns request-log rows into sessions.
+Nothing here loads a model or reads the process settings; the service refits from its database every
+``refit_s`` seconds (chains/service.py), so each replica learns from the shared log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+
+from storage.db import Database
+from storage.tables import RequestLog, table_of
+
+ALPHA = 2.0          # pseudo-count of the overall follow-up distribution behind each state's own counts
+MIN_SHARE = 0.05     # a prediction below this probability is not offered as a suggestion
+ROW_LIMIT = 20_000   # the newest request rows read per refit
+# Served kinds whose top source is the KB answer the customer read (a draft, its verified rewrite, a cached copy, the
+# answer a clarification's choice or a suggestion click led to).
+KB_SERVED = frozenset({"draft", "rewrite", "cache", "draft_with_caveat"})
+
+
+@dataclass
+class FollowupModel:
+    """Transition counts between states, and the overall follow-up distribution."""
+
+    counts: dict[str, Counter[str]] = field(default_factory=dict)
+    overall: Counter[str] = field(default_factory=Counter)
+    transitions: int = 0
+
+    @classmethod
+    def fit(cls, sessions: Iterable[Sequence[str]], known: Iterable[str] | None = None) -> FollowupModel:
+        """Learn from sessions, each a sequence of states in order. ``known``: the KB's answer ids; a follow-up
+        outside them (an answer since removed, a route name) is learned as a state but never predicted."""
+        allowed = set(known) if known is not None else None
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        overall: Counter[str] = Counter()
+        transitions = 0
+        for states in sessions:
+            for state, following in zip(states, states[1:]):
+                if not is_answer(following) or (allowed is not None and following not in allowed):
+                    continue
+                counts[state][following] += 1
+                overall[following] += 1
+                transitions += 1
+        return cls(counts=dict(counts), overall=overall, transitions=transitions)
+
+    def predict(self, state: str, k: int = 3, min_share: float = 0.0) -> list[tuple[str, float]]:
+        """The ``k`` most likely next KB answers after ``state``, with their probabilities, best first (ties by
+        answer id, so the order is stable); [] when nothing was learned."""
+        total_overall = sum(self.overall.values())
+        if not total_overall:
+            return []
+        own = self.counts.get(state, Counter())
+        own_total = sum(own.values())
+        candidates = set(own) | {a for a, _ in self.overall.most_common(k + 1)}
+        candidates.discard(state)
+        scored = []
+        for answer in candidates:
+            prior = self.overall[answer] / total_overall
+            share = (own[answer] + ALPHA * prior) / (own_total + ALPHA)
+            if share >= min_share:
+                scored.append((answer, share))
+        scored.sort(key=lambda item: (-item[1], item[0]))
+        return scored[:k]
+
+    def summary(self) -> dict[str, Any]:
+        return {"transitions": self.transitions, "states": len(self.counts), "answers": len(self.overall)}
+
+
+def is_answer(state: str) -> bool:
+    """A KB answer id, as opposed to a route name standing for a message no KB answer served."""
+    return bool(state) and not state.startswith(ROUTE_STATE)
+
+
+ROUTE_STATE = "route:"
+
+
+def state_of(route: str, served: str, sources: Sequence[Mapping[str, Any]]) -> str:
+    """The state of one answered message: the KB answer the customer read, else ``route:<route>`` (an LLM answer,
+    a tool lookup, a refusal, a clarifying question, a handoff)."""
+    if sources and (route == "small" or served in KB_SERVED):
+        answer_id = str(sources[0].get("answer_id", ""))
+        if answer_id:
+            return answer_id
+    return ROUTE_STATE + (route or "unknown")
+
+
+def sessions_from_log(db: Database, since: datetime, *, exclude_channels: Sequence[str] = (),
+                      limit: int = ROW_LIMIT) -> list[list[str]]:
+    """The states of each session's messages since ``since``, oldest first, from the request log (the newest
+    ``limit`` rows). Rows of ``exclude_channels`` (the idle-time worker's own requests) are left out."""
+    table = table_of(RequestLog)
+    query = (select(table.c.session_id, table.c.created_at, table.c.route, table.c.served, table.c.sources)
+             .where(table.c.created_at >= since, table.c.session_id != "")
+             .order_by(table.c.created_at.desc()).limit(limit))
+    if exclude_channels:
+        query = query.where(table.c.channel.not_in(list(exclude_channels)))
+    with db.engine.connect() as connection:
+        rows = list(connection.execute(query))
+    by_session: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
+    for session_id, created_at, route, served, sources in rows:
+        by_session[session_id].append((created_at, state_of(route, served or "", sources or [])))
+    return [[state for _, state in sorted(turns, key=lambda t: t[0])] for turns in by_session.values()
+            if len(turns) > 1]
