@@ -79,6 +79,8 @@ class ChatCompletionRequest(BaseModel):
                         "message that is exactly one of the offered titles chooses it too.")
     choice_of: str = Field("", max_length=64, description="The clarification's tandem.request_id (default: the "
                            "conversation's latest).")
+    suggestion: str = Field("", max_length=200, description="One of tandem.suggestions' answer_id, clicked: answered "
+                            "from that help-center answer at once (send its title as the last user message).")
 
     def unsupported(self) -> str | None:
         """The first parameter that Tandem refuses, or None."""
@@ -135,6 +137,7 @@ class TandemInfo(BaseModel):
     fallback: bool = False
     sources: list[dict[str, Any]] = Field(default_factory=list)
     options: list[dict[str, Any]] | None = None  # route clarify: reply with `choice` (or a title)
+    suggestions: list[dict[str, Any]] | None = None  # predicted follow-ups: reply with `suggestion` (and its title)
     reason: str = ""
     scores: dict[str, float] | None = None   # admin keys only (operators)
     reasons: list[str] | None = None         # admin keys only

@@ -31,6 +31,9 @@ class ChatIn(BaseModel):
                               "(something else: the message goes on to the assistant). Send it in the same session.")
     choice_of: StrictStr = Field("", max_length=64, description="The clarify answer's `request_id` (default: the "
                                  "session's latest clarification).")
+    suggestion: StrictStr = Field("", max_length=200, description="A suggested reply the customer clicked: one of the "
+                                  "last answer's `suggestions`' `answer_id`, answered from that help-center answer at "
+                                  "once. Send its `title` as `message`, in the same session.")
 
 
 class ChatOut(AnswerBadge):
@@ -39,6 +42,8 @@ class ChatOut(AnswerBadge):
 
     options: list[Source] | None = Field(None, description="route `clarify`: the help-center answers it "
                                   "offers, then `other` (something else); reply with one `answer_id` as `choice`")
+    suggestions: list[Source] | None = Field(None, description="help-center answers customers often ask next: "
+                                             "offer them as replies; send a clicked one's `answer_id` as `suggestion`")
     reason: str = Field("", description="why this route, in one line a customer may read")
     latency_ms: dict[str, float] = Field(default_factory=dict)
     scores: dict[str, float] | None = Field(None, description="admin keys only")

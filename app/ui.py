@@ -57,6 +57,16 @@ HEADER = """
 
 # --- rendering ----------------------------------------------------------------------------
 
+SUGGESTED = "suggested:"  # the value prefix of a suggested reply's button (a clarification's is the bare answer id)
+
+
+def option_buttons(response: ChatResponse) -> list[dict[str, str]]:
+    """The buttons under an answer: a clarification's options, else the suggested replies (predicted follow-ups)."""
+    if response.options:
+        return [{"label": o.title, "value": o.answer_id} for o in response.options]
+    return [{"label": s.title, "value": SUGGESTED + s.answer_id} for s in response.suggestions]
+
+
 def route_badge(response: ChatResponse) -> str:
     """The line under every reply: route, degraded or not, latency, sources; plus 'why this route'."""
     total = response.latency_ms.get("total")
@@ -230,9 +240,9 @@ class ChatHandlers:
             return
         request_ids[reply_at] = final.request_id
         history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final),
-                             # a clarification's answers as buttons under it (chatbot.option_select -> choose)
-                             **({"options": [{"label": o.title, "value": o.answer_id} for o in final.options]}
-                                if final.options else {})}
+                             # a clarification's answers, or the suggested replies, as buttons under it
+                             # (chatbot.option_select -> choose)
+                             **({"options": buttons} if (buttons := option_buttons(final)) else {})}
         details = {**final.badge(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
                    "modality": chat_request.modality}
         yield history, idle_box(), session_id, request_ids, details
@@ -253,7 +263,9 @@ class ChatHandlers:
                 yield refused
                 return
             chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
-            if choice:
+            if choice.startswith(SUGGESTED):  # a suggested reply's button
+                chat_request = chat_request.model_copy(update={"suggestion": choice.removeprefix(SUGGESTED)})
+            elif choice:
                 chat_request = chat_request.model_copy(update={"choice": choice})
             yield chat_request, extraction
             yield from runtime.service.stream(chat_request, cancel)
@@ -264,7 +276,8 @@ class ChatHandlers:
     def choose(self, choice: str, history: list | None, session_id: str, request_ids: dict, picked: str = "",
                request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
         """A clarification's button: the chosen answer's title is sent as the customer's turn, with its id as the
-        choice. "Something else" sends the question that was asked again, on to the assistant."""
+        choice. "Something else" sends the question that was asked again, on to the assistant. A suggested reply's
+        button (value ``suggested:<answer id>``) sends its title, with the id as the clicked suggestion."""
         history = list(history or [])
         offered: list[dict] = next((m["options"] for m in reversed(history) if isinstance(m, dict) and m.get("options")),
                                    [])

@@ -19,17 +19,21 @@ Nothing here loads a model or reads the process settings; the service refits fro
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
+from core.text import language_of
 from storage.db import Database
 from storage.tables import RequestLog, table_of
 
+MIN_TRANSITIONS = 20  # nothing is suggested until the log holds this many follow-ups to learn from
 ALPHA = 2.0          # pseudo-count of the overall follow-up distribution behind each state's own counts
 MIN_SHARE = 0.05     # a prediction below this probability is not offered as a suggestion
 ROW_LIMIT = 20_000   # the newest request rows read per refit
@@ -121,3 +125,73 @@ def sessions_from_log(db: Database, since: datetime, *, exclude_channels: Sequen
         by_session[session_id].append((created_at, state_of(route, served or "", sources or [])))
     return [[state for _, state in sorted(turns, key=lambda t: t[0])] for turns in by_session.values()
             if len(turns) > 1]
+
+
+# Routes after which no suggestion is offered: a refusal, a clarifying question (its own buttons), a handoff.
+NO_SUGGESTIONS = frozenset({"guard", "clarify", "handoff"})
+
+
+class Suggester:
+    """The follow-up model the service serves from, refitted from the request log every ``refit_s`` seconds in a
+    thread of its own (a request never waits for a fit; until the first fit ends, nothing is suggested).
+
+    ``titles``: answer id -> title of the KB answers that may be suggested (called at each refit, so a KB change
+    shows up with the next fit); ``exclude_channels``: log channels not learned from (the idle-time worker's)."""
+
+    def __init__(self, db: Database, titles: Callable[[], Mapping[str, str]], *, refit_s: float = 600.0,
+                 window: timedelta = timedelta(days=30), k: int = 3, exclude_channels: Sequence[str] = (),
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)):
+        self.db, self.titles, self.refit_s, self.window, self.k = db, titles, refit_s, window, k
+        self.exclude_channels = tuple(exclude_channels)
+        self.clock = clock
+        self.model = FollowupModel()
+        self._titles: Mapping[str, tuple[str, str]] = {}  # answer id -> (title, its language)
+        self._fitted_at = -float("inf")
+        self._lock = threading.Lock()
+        self._fitting = False
+        self.last_error = ""
+
+    def refit(self) -> FollowupModel:
+        """Fit now, in the caller's thread, from the log's sessions of the last ``window``."""
+        titles = {answer_id: (title, language_of(title)) for answer_id, title in self.titles().items() if title}
+        sessions = sessions_from_log(self.db, self.clock() - self.window, exclude_channels=self.exclude_channels)
+        model = FollowupModel.fit(sessions, known=titles)
+        self._titles, self.model = titles, model  # each a single assignment: readers see the old or the new one
+        return model
+
+    def refit_quietly(self) -> None:
+        """:meth:`refit`, keeping the last model when it fails (``last_error`` says why; the next refit tries again)."""
+        self._fitted_at = time.monotonic()
+        try:
+            self.refit()
+            self.last_error = ""
+        except Exception as exc:
+            self.last_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+    def _refit_in_background(self) -> None:
+        with self._lock:
+            if self._fitting or time.monotonic() - self._fitted_at < self.refit_s:
+                return
+            self._fitting = True
+
+        def fit() -> None:
+            try:
+                self.refit_quietly()
+            finally:
+                self._fitting = False
+
+        threading.Thread(target=fit, name="tandem-followups-fit", daemon=True).start()
+
+    def suggest(self, route: str, served: str, sources: Sequence[Mapping[str, Any]],
+                language: str = "en") -> list[dict[str, Any]]:
+        """The suggested replies after an answer: the top predicted follow-ups in the customer's ``language`` with
+        their titles and probability, best first; [] after a refusal, a clarifying question or a handoff, or when
+        nothing was learned."""
+        self._refit_in_background()
+        if route in NO_SUGGESTIONS or self.model.transitions < MIN_TRANSITIONS:
+            return []
+        titles = self._titles
+        predictions = self.model.predict(state_of(route, served, sources), len(titles), MIN_SHARE)
+        return [{"answer_id": answer_id, "title": titles[answer_id][0], "score": round(share, 3)}
+                for answer_id, share in predictions
+                if answer_id in titles and titles[answer_id][1] == language][:self.k]

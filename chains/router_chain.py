@@ -126,7 +126,8 @@ class RouterChain:
         if turn.done:
             return turn
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
-        chose = bool(turn.request.choice)  # the reply to a clarification is answered by its choice, never cached
+        # the reply to a clarification, or a suggested reply clicked, is answered by its choice, never cached
+        chose = bool(turn.request.choice or turn.request.suggestion)
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
@@ -345,6 +346,7 @@ class RouterChain:
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.choice
+                and not turn.request.suggestion
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
 
     @staticmethod

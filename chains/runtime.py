@@ -13,12 +13,14 @@ from typing import Any
 
 from chains.answers import Brand
 from chains.cache import ResponseCache
+from chains.followups import Suggester
 from chains.llm.base import LLM
 from chains.policy import LivePolicy
 from chains.ratelimit import RateLimiter
 from chains.router_chain import RouterChain
 from chains.routers import RouterSource
 from chains.rules import RuleBook
+from chains.schema import PREPARE_CHANNEL
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
 from core.encoders import BatchingEncoder, Encoder, load_encoder
@@ -116,6 +118,11 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
                         default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,
                         brand=Brand(settings.shop_name, settings.support_email))
-    service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii)
+    followups = Suggester(db, lambda: {e["answer_id"]: e["title"] for e in kb.entries()},
+                          refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
+        if settings.followups else None
+    if followups is not None:
+        followups.refit_quietly()  # the first answers already get suggestions the log supports
+    service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
                    rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)

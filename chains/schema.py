@@ -51,6 +51,9 @@ class ChatRequest(BaseModel):
     # else); ``choice_of`` is the clarify request it answers ("" = the session's last clarify request).
     choice: str = Field("", max_length=200)
     choice_of: str = Field("", max_length=64)
+    # A suggested reply the customer clicked (ChatResponse.suggestions): that KB answer's id, answered from it at
+    # once like a clarification's choice (chains/tiers/clarify.py), and counted as a click (chains/followups.py).
+    suggestion: str = Field("", max_length=200)
     # vLLM scheduling priority of the LLM call (lower is served sooner; 0 the engine's default). Set only by Tandem's
     # own idle-time worker (ops/prepared.py), which sends at the lowest priority; no front end passes it on.
     priority: int = 0
@@ -121,6 +124,8 @@ class AnswerBadge(BaseModel):
 
 class ChatResponse(AnswerBadge):
     options: list[Source] = Field(default_factory=list)  # route clarify: the answers offered, then "other"
+    # Predicted follow-ups (chains/followups.py): KB answers customers often ask next, offered as suggested replies.
+    suggestions: list[Source] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
     reasons: list[str] = Field(default_factory=list)
     latency_ms: dict[str, float] = Field(default_factory=dict)
@@ -144,8 +149,10 @@ class ChatResponse(AnswerBadge):
                 "latency_ms": {"total": round(self.latency_ms.get("total", 0.0), 1)}, **self._offered()}
 
     def _offered(self) -> dict[str, Any]:
-        """A clarification's options, for every caller; other answers have none and carry no such key."""
-        return {"options": [o.model_dump() for o in self.options]} if self.options else {}
+        """A clarification's options and the suggested replies, for every caller; an answer without them carries no
+        such key."""
+        return {**({"options": [o.model_dump() for o in self.options]} if self.options else {}),
+                **({"suggestions": [s.model_dump() for s in self.suggestions]} if self.suggestions else {})}
 
 
 BADGE_FIELDS = set(AnswerBadge.model_fields)

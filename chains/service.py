@@ -25,10 +25,11 @@ from typing import Any
 from sqlmodel import select
 
 from chains import metrics
+from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
-from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
+from chains.schema import PREPARE_CHANNEL, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
@@ -56,8 +57,9 @@ class _PendingRow:
 
 class TandemService:
     def __init__(self, *, chain: RouterChain, db: Database, policy: LivePolicy | FixedPolicy, mask_pii: bool = True,
-                 clock: Callable[[], datetime] = utcnow):
+                 clock: Callable[[], datetime] = utcnow, followups: Suggester | None = None):
         self.chain = chain
+        self.followups = followups  # suggested replies after each answer (TANDEM_FOLLOWUPS); None: none offered
         # Row timestamps come from here: the wall clock, or a simulated one when tests replay hours of traffic.
         self.clock = clock
         self.db = db
@@ -200,6 +202,7 @@ class TandemService:
         return turn.finish(SMALL_ROUTE if draft_text else GUARD_ROUTE, answer, "internal error: fallback answer")
 
     def _complete(self, turn: Turn, start: float) -> ChatResponse:
+        self._suggest(turn)
         turn.latency_ms["total"] = (time.perf_counter() - start) * 1000
         response = ChatResponse(
             request_id=turn.request_id, route=turn.route or "guard", answer=turn.answer,
@@ -208,10 +211,23 @@ class TandemService:
             fallback=turn.fallback, cancelled=turn.cancelled, trace=turn.trace,
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal,
-            options=turn.options)
+            options=turn.options, suggestions=turn.suggestions)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response
+
+    def _suggest(self, turn: Turn) -> None:
+        """The predicted follow-ups offered under this answer, noted in the trace (the console's click-through reads
+        "offered" and "clicked" steps). None for a cancelled answer or the idle-time worker's own requests."""
+        if self.followups is None or turn.cancelled or turn.request.channel == PREPARE_CHANNEL or not turn.route:
+            return
+        try:
+            turn.suggestions = self.followups.suggest(turn.route, turn.served, turn.sources, turn.language)
+        except Exception as exc:  # a suggestion is a convenience: the answer goes out without it
+            turn.note("suggest", "failed", error=f"{exc.__class__.__name__}: {exc}"[:200])
+            return
+        if turn.suggestions:
+            turn.note("suggest", "offered", options=[s["answer_id"] for s in turn.suggestions])
 
     # --- logging and sessions ------------------------------------------------------------------------
     def _log(self, turn: Turn, response: ChatResponse) -> None:

@@ -40,6 +40,7 @@ class Turn:
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
     options: list[dict[str, Any]] = field(default_factory=list)  # a clarify turn's offered answers (chains/tiers/clarify.py)
+    suggestions: list[dict[str, Any]] = field(default_factory=list)  # predicted follow-ups (chains/followups.py)
     scores: dict[str, float] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     trace: list[dict[str, Any]] = field(default_factory=list)

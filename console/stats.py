@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from chains.followups import state_of
 from chains.tiers import TIERS
 from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from ops.logframes import STAGES
@@ -133,3 +134,32 @@ def rewrite_rejections(frame: pd.DataFrame) -> tuple[dict[str, int], pd.DataFram
     table = pd.Series(reasons).value_counts().rename_axis("reason").rename("rejections").reset_index()
     table["share of rewrites"] = (table["rejections"] / max(1, counts["rewrites"])).round(3)
     return counts, table
+
+
+def _offered(trace: list) -> list[str]:
+    return next((list(s.get("detail", {}).get("options") or []) for s in trace
+                 if isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") == "offered"), [])
+
+
+def suggestion_clicks(frame: pd.DataFrame) -> dict[str, float]:
+    """Suggested replies (predicted follow-ups, chains/followups.py): answers that offered some, how many of them the
+    customer's next message clicked, and how often the next message, clicked or typed, was served one of the
+    offered answers (the prediction's live hit rate, over next messages in the same session)."""
+    out: dict[str, float] = {"offered": 0, "clicked": 0, "followed": 0, "hits": 0}
+    if frame.empty or "trace" not in frame:
+        return out
+    rows = frame.sort_values("created_at")
+    last_offer: dict[str, list[str]] = {}
+    for session_id, trace, route, served, sources in zip(rows["session_id"], rows["trace"], rows["route"],
+                                                          rows["served"], rows["sources"]):
+        offered = last_offer.pop(session_id, None)
+        if offered is not None:
+            out["followed"] += 1
+            clicked = any(isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") == "clicked"
+                          for s in trace)
+            out["clicked"] += clicked
+            out["hits"] += clicked or state_of(route, served, sources) in offered
+        if now := _offered(trace):
+            out["offered"] += 1
+            last_offer[session_id] = now
+    return out

@@ -124,6 +124,11 @@ class Settings(BaseSettings):
                           "plausible, ask the customer which one they mean (route clarify; buttons in the chat, options "
                           "in the APIs) instead of guessing; the rule is fitted on development data (README, Clarifying "
                           "questions). Off by default: on, it asks about 1 in 10 in-scope messages in English.")
+    followups: bool = Field(True, description="Offer suggested replies under an answer: the help-center answers "
+                            "customers most often ask next, learned from the request log's sessions (README, Predicted "
+                            "follow-ups); a click is answered from the help center at once.")
+    followups_refit_s: float = Field(600.0, gt=0, description="How often the follow-up model is refitted from the "
+                                     "request log, in seconds (in the background).")
     cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
     overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")

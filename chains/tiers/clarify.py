@@ -11,6 +11,10 @@ A reply that carries the chosen answer id (``ChatRequest.choice``; in /v1 also a
 offered titles) is answered from that KB answer at once, on the small tier with its citation; the service stores
 the choice as feedback on the clarify request (chains/service.py). ``choice="other"`` ("Something else") sends the
 message on to the LLM tier (the small tier when there is none; the customer can also press "Talk to a human").
+
+A suggested reply the customer clicked (``ChatRequest.suggestion``: a predicted follow-up, chains/followups.py) is
+answered the same way, from its KB answer at once; the trace notes it as a click (stage ``suggest``), not as
+feedback on a clarification.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ def offered(turn: Turn, rule: ClarifyRule | None = None) -> list[dict[str, Any]]
     ``rule``: default, the rule of the turn's vector space."""
     rule = rule or RULES.get(turn.space, RULES[""])
     if (turn.done or turn.plan not in ("small", "rewrite") or turn.request.mode != "routed" or turn.request.choice
+            or turn.request.suggestion
             or any(reason.startswith("rule:") for reason in turn.reasons)):
         return []
     hits = [h for h in distinct(turn.hits) if h.answer_id != OUT_OF_SCOPE][: rule.most]
@@ -105,6 +110,8 @@ class ClarifyTier(Tier):
     plans = ("clarify",)
 
     def claims(self, turn: Turn) -> tuple[str, str] | None:
+        if turn.request.suggestion and not turn.request.choice:
+            return self._suggested(turn, turn.request.suggestion)
         chosen = turn.request.choice or self._typed_choice(turn)
         if chosen:
             return self._chosen(turn, chosen)
@@ -130,14 +137,27 @@ class ClarifyTier(Tier):
         if chosen == OTHER:
             turn.note("clarify", "chose something else", choice=OTHER)
             return "llm", "clarify: the customer chose \"something else\": the LLM tier answers"
-        hit = self.parts.kb.answer_hit(chosen) if self.parts.kb is not None else None
-        if hit is None:
+        if not self._answer_from_kb(turn, chosen):
             turn.note("clarify", "unknown choice ignored", choice=chosen)
             return None
-        turn.hits = [hit]
-        turn.draft = answers.draft_answer(turn.text, turn.hits, self.parts.brand)
         turn.note("clarify", "chose an offered answer", choice=chosen)
         return "small", f"clarify: the customer chose '{chosen}': the small tier answers it"
+
+    def _suggested(self, turn: Turn, answer_id: str) -> tuple[str, str] | None:
+        """A clicked suggested reply: its KB answer, at once; an unknown id is routed as the typed message."""
+        if not self._answer_from_kb(turn, answer_id):
+            turn.note("suggest", "unknown suggestion ignored", choice=answer_id)
+            return None
+        turn.note("suggest", "clicked", choice=answer_id)
+        return "small", f"suggested reply '{answer_id}' clicked: the small tier answers it"
+
+    def _answer_from_kb(self, turn: Turn, answer_id: str) -> bool:
+        hit = self.parts.kb.answer_hit(answer_id) if self.parts.kb is not None else None
+        if hit is None:
+            return False
+        turn.hits = [hit]
+        turn.draft = answers.draft_answer(turn.text, turn.hits, self.parts.brand)
+        return True
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         text = question([o for o in turn.options if o["answer_id"] != OTHER], turn.language)

@@ -109,6 +109,17 @@ rewrites[2].metric("Rejection rate", ui.format_pct(verified["rejected"] / verifi
 if not by_reason.empty:
     st.dataframe(by_reason, hide_index=True)
 
+st.subheader("Suggested replies")
+clicks = stats.suggestion_clicks(frame)
+suggested = st.columns(4)
+suggested[0].metric("Answers with suggestions", f"{clicks['offered']:,}")
+suggested[1].metric("Clicked", f"{clicks['clicked']:,}", help="next messages that were a click on a suggested reply")
+suggested[2].metric("Click rate", ui.format_pct(clicks["clicked"] / clicks["followed"] if clicks["followed"] else math.nan),
+                    help="of the next messages after an answer with suggestions, in the same session")
+suggested[3].metric("Next message among them", ui.format_pct(clicks["hits"] / clicks["followed"]
+                                                              if clicks["followed"] else math.nan),
+                    help="the next message, clicked or typed, was answered by one of the suggested answers")
+
 st.subheader("LLM load and breaker")
 health = data.app_health(settings.host, settings.app_port)
 llm = (health or {}).get("llm") if isinstance((health or {}).get("llm"), dict) else None
