@@ -2,7 +2,8 @@
 
 Every ``every_s`` seconds, when the LLM engine is idle (the LLM client's own calls: none in flight or queued; and,
 where the load poller has fresh vLLM metrics, nothing running or waiting in the engine from anyone else), it takes
-the largest recurring LLM-bound group (ops/recurring.py) that
+the recurring LLM-bound group (ops/recurring.py) most likely to be asked next by the conversations going on now
+(ops/predicted.py: predicted follow-ups), else the largest, that
 
 - is not personal (no order number, email, phone, tracking number or name in any member; the cache's own PII rule
   refuses personal text besides),
@@ -40,6 +41,7 @@ from chains.router_chain import PREPARED_ORIGIN
 from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, ChatRequest, ChatResponse
 from chains.service import TandemService
 from ops.job import PeriodicThread, holder_id, take_lease
+from ops.predicted import FollowupIndex, active_states, follow_up_index, predicted_first
 from ops.recurring import RecurringGroup, recurring_questions
 from storage import prepared_store
 from storage.db import Database
@@ -71,6 +73,7 @@ class PrepareReport:
     spent: int = 0                  # tokens spent in the hour before this pass
     skipped_personal: int = 0       # personal groups passed over
     note: str = ""
+    predicted: float = 0.0          # how likely the conversations going on now ask it next (ops/predicted.py)
     prepared: PreparedAnswer | None = None
     response: ChatResponse | None = field(default=None, repr=False)
 
@@ -103,6 +106,7 @@ class _Candidate:
     group: RecurringGroup
     request: ChatRequest
     namespace: str
+    predicted: float = 0.0
 
 
 class PreparedWorker(PeriodicThread):
@@ -118,6 +122,7 @@ class PreparedWorker(PeriodicThread):
         self.clock = clock
         self.holder = f"{holder_id()}:prepare"
         self._groups: list[RecurringGroup] = []
+        self._followups = FollowupIndex()
         self._grouped_at = float("-inf")
         self._tried: dict[tuple[str, str], float] = {}
         self.last: PrepareReport | None = None
@@ -161,6 +166,7 @@ class PreparedWorker(PeriodicThread):
             kb = self.chain.kb
             self._groups = recurring_questions(self.db, kb.embed_messages, since=now - self.window,
                                                space_of=kb.space_for, top=self.top)
+            self._followups = follow_up_index(self.db, self._groups, now - self.window)
             self._grouped_at = time.monotonic()
         return self._groups
 
@@ -169,11 +175,14 @@ class PreparedWorker(PeriodicThread):
         self._grouped_at = float("-inf")
 
     def _candidate(self, now: datetime, cache: ResponseCache) -> tuple[_Candidate | None, int]:
-        """The largest group that needs an answer, and how many personal groups were passed over."""
+        """The group that needs an answer, predicted follow-ups of the conversations going on now first, else the
+        largest; and how many personal groups were passed over."""
         thresholds = self.service.policy.current()
         deleted = prepared_store.tombstoned(self.db, self.chain.kb.version)
         personal = 0
-        for group in self._recurring(now):
+        groups = self._recurring(now)
+        ordered = predicted_first(groups, self._followups.scores(active_states(self.db, now))) if groups else []
+        for group, predicted in ordered:
             question = group.representative
             if group.personal or not ResponseCache.cacheable(question)[0]:
                 personal += 1  # never prepared: one customer's details must not reach another
@@ -185,7 +194,7 @@ class PreparedWorker(PeriodicThread):
                 continue
             if cache.lookup_exact(question, namespace) is not None:
                 continue  # a fresh answer is cached already (a customer's, or one prepared before)
-            return _Candidate(group, request, namespace), personal
+            return _Candidate(group, request, namespace, predicted), personal
         return None, personal
 
     def _prepare(self, candidate: _Candidate, spent: int) -> PrepareReport:
@@ -220,7 +229,8 @@ class PreparedWorker(PeriodicThread):
         question = candidate.group.representative
         self._tried[(candidate.namespace, normalise(question))] = time.monotonic()
         report = PrepareReport("rejected", question=question, request_id=response.request_id, spent=spent,
-                               tokens=response.prompt_tokens + response.completion_tokens, response=response)
+                               tokens=response.prompt_tokens + response.completion_tokens, response=response,
+                               predicted=candidate.predicted)
         if response.cancelled:
             report.outcome, report.note = "cancelled", f"live traffic: {why[0] if why else 'cancelled'}"
             return report
