@@ -133,3 +133,16 @@ def test_sessions_from_log_reads_the_newest_rows_only(log_db):
     _log(log_db, [dict(session_id="s", created_at=now - timedelta(minutes=m), route="small", served="draft",
                        sources=[{"answer_id": f"a{m}"}]) for m in range(4)])
     assert sessions_from_log(log_db, now - timedelta(hours=1), limit=3) == [["a2", "a1", "a0"]]
+
+
+def test_the_eval_replay_scores_top1_and_top3_over_answerable_and_all_next_turns():
+    """offline/followup_eval.py: an out-of-scope next turn counts in "of all" only; a hit at rank 2 is top-3 only."""
+    from offline.followup_eval import Message, labelled_states, popularity, replay
+
+    model = FollowupModel.fit([["a", "b"], ["a", "b"], ["a", "c"], ["b", "d"]])
+    session = [Message("s", t, "", answer) for t, answer in enumerate(["a", "c", "", "d"], 1)]
+    # a -> c: c is 2nd (b first): top-3 hit; c -> out of scope: not answerable; route:llm -> d: d is among the overall
+    assert replay(model, [labelled_states(session)], [session]) == {
+        "transitions": 3, "answerable": 2, "top1": 0.0, "top3": 1.0, "top1_of_all": 0.0, "top3_of_all": 0.6667}
+    assert popularity(model).predict("a") == FollowupModel(overall=model.overall).predict("a")
+    assert popularity(model).counts == {} and model.counts  # the model itself is left as it was
