@@ -6,7 +6,11 @@ training rows' sources, the Chinese train/valid split).
 The demo-shop set (knowledge/eval/demo_shop.csv) was written apart from the demo KB's stored questions: its held-out
 split must not even come close (normalised text similarity) to its dev split, the stored questions or the answer titles.
 
-Every held-out set (the Bitext held-out set, the demo-shop held-out split, the Chinese test split) must not come close
+The demo-shop sessions (knowledge/eval/demo_sessions.csv, issue 42) were written apart from the other sets, and its
+held-out sessions must not come close to its dev sessions either.
+
+Every held-out set (the Bitext held-out set, the demo-shop held-out split, the held-out demo-shop sessions, the Chinese
+test split) must not come close
 either to what Tandem writes and then fits or tunes on: the development sets, the starter examples, the demo KB's
 questions, titles and answers in both languages, the Bitext FAQ's answers, tau-bench's train/dev requests and the
 router's stored training rows of the hand-written and demo groups. The public datasets' own rows (train/valid files, and
@@ -201,6 +205,91 @@ def test_the_near_duplicate_check_finds_copies_shorter_and_longer_among_many_len
                                                           ("wher is my parcl", "where is my parcel")}
 
 
+# --- the demo-shop sessions (issue 42: predicted follow-ups) -------------------------------------------
+DEMO_SESSIONS = EVAL / "demo_sessions.csv"
+DEMO_SESSIONS_COLUMNS = ["session_id", "turn", "query", "answer_id", "in_scope", "split"]
+SESSIONS_SEED = 42  # knowledge/eval/README.md: the sessions in writing order, shuffled with this seed, first half dev
+
+
+def demo_session_rows() -> list[dict[str, str]]:
+    with DEMO_SESSIONS.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def demo_session_texts(split: str | None = None) -> set[str]:
+    return {normalised(r["query"]) for r in demo_session_rows() if split is None or r["split"] == split}
+
+
+def sessions_by_id() -> dict[str, list[dict[str, str]]]:
+    sessions: dict[str, list[dict[str, str]]] = {}
+    for row in demo_session_rows():
+        sessions.setdefault(row["session_id"], []).append(row)
+    return sessions
+
+
+def test_the_demo_sessions_set_is_well_formed():
+    with DEMO_SESSIONS.open(encoding="utf-8", newline="") as handle:
+        assert next(csv.reader(handle)) == DEMO_SESSIONS_COLUMNS
+    rows, sessions = demo_session_rows(), sessions_by_id()
+    assert len(sessions) >= 140 and len(rows) >= 550, f"{len(sessions)} sessions, {len(rows)} messages"
+    assert all(re.fullmatch(r"sess-\d{3}", i) for i in sessions)
+    for session_id, turns in sessions.items():
+        assert [int(r["turn"]) for r in turns] == list(range(1, len(turns) + 1)), f"{session_id}: turns out of order"
+        assert 3 <= len(turns) <= 6, f"{session_id}: {len(turns)} turns"
+        assert len({r["split"] for r in turns}) == 1, f"{session_id}: split differs between its turns"
+    assert {len(turns) for turns in sessions.values()} == {3, 4, 5, 6}
+    assert {r["split"] for r in rows} == {"dev", "heldout"} and {r["in_scope"] for r in rows} == {"True", "False"}
+    texts = [normalised(r["query"]) for r in rows]
+    assert all(texts) and len(set(texts)) == len(texts), "empty or repeated messages"
+    in_scope = [r for r in rows if r["in_scope"] == "True"]
+    unknown = {r["answer_id"] for r in in_scope} - english_demo_answer_ids()
+    assert not unknown, f"answer ids not in knowledge/demo/answers.csv: {sorted(unknown)}"
+    assert all(r["answer_id"] == "" for r in rows if r["in_scope"] == "False")
+    assert 0.15 <= 1 - len(in_scope) / len(rows) <= 0.2, "out-of-scope share outside 15-20 %"
+
+
+def test_the_demo_sessions_split_is_the_seeded_shuffle_the_readme_describes():
+    """The split was drawn, not chosen: the session ids shuffled with the seed, the first half dev."""
+    import random
+
+    sessions = sessions_by_id()
+    order = sorted(sessions)
+    random.Random(SESSIONS_SEED).shuffle(order)
+    dev = set(order[:len(order) // 2])
+    assert {i: turns[0]["split"] for i, turns in sessions.items()} == {
+        i: "dev" if i in dev else "heldout" for i in sessions}
+
+
+@pytest.mark.parametrize("path", TRAINING_FILES, ids=lambda p: p.name if p.parent.name != "clinc150" else f"clinc-{p.name}")
+def test_no_demo_sessions_held_out_message_is_in_a_training_file(path):
+    leaked = demo_session_texts("heldout") & texts_of(path)
+    assert not leaked, f"{len(leaked)} held-out session messages appear in {path}: {sorted(leaked)[:5]}"
+
+
+def test_no_demo_sessions_held_out_message_is_in_or_near_a_dev_session():
+    held_out, dev = demo_session_texts("heldout"), demo_session_texts("dev")
+    close = near_duplicates(held_out, dev, NEAR_DUPLICATE)
+    assert not held_out & dev and not close, f"held-out session messages close to dev sessions: {close[:5]}"
+
+
+def test_no_demo_session_message_is_near_the_other_hand_written_sets_or_the_demo_kb():
+    """Written apart, dev sessions too: no message of either split is near a demo-shop message (either split), a stored
+    question, an answer title or a Bitext dev or held-out message."""
+    others = ({normalised(r["query"]) for r in demo_shop_rows()} | texts_of(DEMO_KB / "questions.csv")
+              | {normalised(r["title"]) for r in demo_answer_rows()} | texts_of(EVAL / "bitext_dev.csv")
+              | texts_of(EVAL / "bitext_heldout.csv")) - {""}
+    close = near_duplicates(demo_session_texts(), others, NEAR_DUPLICATE)
+    assert not close, f"{len(close)} session messages are near-duplicates of the other sets: {close[:5]}"
+
+
+def test_the_followup_eval_fits_on_the_dev_sessions_only():
+    """offline/followup_eval.py fits the follow-up model on what this reader returns for "dev"."""
+    from offline.followup_eval import read_sessions
+
+    texts = {normalised(m.text) for session in read_sessions("dev") for m in session}
+    assert texts == demo_session_texts("dev") and not texts & demo_session_texts("heldout")
+
+
 # --- near-copies of any held-out message in what Tandem writes and fits or tunes on ------------------------------
 TABLE = REPO / "chains" / "artifacts" / "router_training.npz"
 # The stored table's groups whose messages Tandem wrote (or whose KB is the demo shop's): near-copies checked. The
@@ -236,6 +325,7 @@ def column_texts(path: Path, *columns: str, splits: Iterable[str] | None = None)
 
 def held_out_sets() -> dict[str, set[str]]:
     return {"Bitext held-out": texts_of(EVAL / "bitext_heldout.csv"), "demo-shop held-out": demo_shop_texts("heldout"),
+            "demo-shop sessions held-out": demo_session_texts("heldout"),
             "Chinese test": column_texts(EVAL / "zh" / "paraphrases.csv", "query", splits=("test",))}
 
 
@@ -260,6 +350,7 @@ def written_table_rows() -> set[str]:
 WRITTEN_INPUTS: dict[str, Callable[[], set[str]]] = {
     "bitext_dev.csv": lambda: texts_of(EVAL / "bitext_dev.csv"),
     "demo_shop.csv dev split": lambda: demo_shop_texts("dev"),
+    "demo_sessions.csv dev sessions": lambda: demo_session_texts("dev"),
     "zh/paraphrases.csv train and valid": lambda: column_texts(EVAL / "zh" / "paraphrases.csv", "query",
                                                                splits=("train", "valid")),
     "out_of_scope_en.csv": lambda: texts_of(REPO / "knowledge" / "starter" / "out_of_scope_en.csv"),
