@@ -9,6 +9,9 @@ first one (top-1) or among them (top-3).
 
 - Hit rates are over the next turns that have an answer (the ones a suggestion could serve), and also as a share
   of all next turns (an out-of-scope next message is a miss there: no suggestion answers it).
+- The model backs off from a state to its KB category (chains/followups.py); ``no category level`` is the same
+  model without it, to show what that level adds. ALPHA and BETA were chosen on the dev sessions alone, by
+  leave-one-session-out (:func:`dev_cross_validation`, also in the report).
 - The baseline is popularity: the model's own backoff alone (every answer's overall share as a follow-up in the dev
   sessions; the answer just read left out, as the model leaves it out). It shows what the transitions add.
 - ``labelled``: a turn's state is its label (its answer id, or ``route:llm`` when out of scope), i.e. what a
@@ -28,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from chains.followups import MIN_SHARE, ROUTE_STATE, FollowupModel
+from chains.followups import ALPHA, MIN_SHARE, ROUTE_STATE, FollowupModel
 from offline import datasets as ds
 
 SESSIONS = ds.EVAL_DIR / "demo_sessions.csv"
@@ -56,11 +59,15 @@ def read_sessions(split: str) -> list[list[Message]]:
     return [sorted(messages, key=lambda m: m.turn) for messages in sessions.values()]
 
 
-def demo_answer_ids() -> set[str]:
-    """The English demo answers: the only follow-ups the model may suggest."""
+def demo_categories() -> dict[str, str]:
+    """The English demo answers (the only follow-ups the model may suggest) and their KB categories."""
     from knowledge.demo_kb import DEMO_DIR
 
-    return {r["answer_id"] for r in ds.read_csv(DEMO_DIR / "answers.csv")}
+    return {r["answer_id"]: r["category"] for r in ds.read_csv(DEMO_DIR / "answers.csv")}
+
+
+def demo_answer_ids() -> set[str]:
+    return set(demo_categories())
 
 
 def labelled_states(session: Sequence[Message]) -> list[str]:
@@ -92,10 +99,30 @@ def popularity(model: FollowupModel) -> FollowupModel:
 
 
 def compare(train: Sequence[Sequence[str]], test: Sequence[Sequence[str]], test_sessions: Sequence[Sequence[Message]],
-            known: set[str]) -> dict:
-    model = FollowupModel.fit(train, known=known)
+            categories: dict[str, str]) -> dict:
+    model = FollowupModel.fit(train, known=categories, categories=categories)
+    flat = FollowupModel.fit(train, known=categories)
     return {"fitted": model.summary(), "followups": replay(model, test, test_sessions),
+            "no_category_level": replay(flat, test, test_sessions),
             "popularity": replay(popularity(model), test, test_sessions)}
+
+
+def dev_cross_validation(dev: Sequence[Sequence[Message]], categories: dict[str, str],
+                         grid: Sequence[float] = (0.5, 1.0, 2.0, 4.0, 8.0)) -> dict[str, float]:
+    """Top-3 on the dev sessions, each replayed on a model fitted on the others (leave one session out), for each
+    ALPHA and BETA of ``grid`` and without the category level: how the shipped pseudo-counts were chosen."""
+    states = [labelled_states(s) for s in dev]
+    out: dict[str, float] = {}
+    for alpha, beta in [(a, b) for a in grid for b in grid] + [(ALPHA, None)]:
+        hits = answerable = 0
+        for i in range(len(dev)):
+            model = FollowupModel.fit(states[:i] + states[i + 1:], known=categories, alpha=alpha,
+                                      **({"categories": categories, "beta": beta} if beta is not None else {}))
+            one = replay(model, [states[i]], [dev[i]])
+            hits += round(one["top3"] * one["answerable"])
+            answerable += one["answerable"]
+        out["no category level" if beta is None else f"alpha {alpha}, beta {beta}"] = round(hits / answerable, 4)
+    return out
 
 
 def routed_states(sessions: Sequence[Sequence[Message]], log: Callable[[str], None]) -> tuple[list[list[str]], dict]:
@@ -129,13 +156,14 @@ def routed_states(sessions: Sequence[Sequence[Message]], log: Callable[[str], No
 
 def evaluate(routed: bool = True, log: Callable[[str], None] = print) -> dict:
     dev, heldout = read_sessions("dev"), read_sessions("heldout")
-    known = demo_answer_ids()
+    known = demo_categories()
     report: dict = {
         "set": {split: {"sessions": len(s), "messages": sum(map(len, s)),
                         "out_of_scope": sum(not m.answer_id for x in s for m in x)}
                 for split, s in (("dev", dev), ("heldout", heldout))},
         "k": K, "min_share": MIN_SHARE,
-        "labelled": compare([labelled_states(s) for s in dev], [labelled_states(s) for s in heldout], heldout, known)}
+        "labelled": compare([labelled_states(s) for s in dev], [labelled_states(s) for s in heldout], heldout, known),
+        "dev_cross_validation_top3": dev_cross_validation(dev, known)}
     if routed:
         states, agreement = routed_states(dev + heldout, log)
         report["routed"] = compare(states[:len(dev)], states[len(dev):], heldout, known) | {"routing": agreement}
@@ -147,7 +175,8 @@ def table(report: dict) -> str:
     lines = ["| states | predictor | top-1 | top-3 | top-1 of all | top-3 of all | next turns with an answer |",
              "|---|---|---|---|---|---|---|"]
     for states in ("labelled", "routed"):
-        for predictor, name in (("followups", "follow-up model"), ("popularity", "popularity")):
+        for predictor, name in (("followups", "follow-up model"), ("no_category_level", "no category level"),
+                                ("popularity", "popularity")):
             if states in report:
                 r = report[states][predictor]
                 lines.append(f"| {states} | {name} | {r['top1']:.3f} | {r['top3']:.3f} | {r['top1_of_all']:.3f} | "
