@@ -146,3 +146,14 @@ def test_the_eval_replay_scores_top1_and_top3_over_answerable_and_all_next_turns
         "transitions": 3, "answerable": 2, "top1": 0.0, "top3": 1.0, "top1_of_all": 0.0, "top3_of_all": 0.6667}
     assert popularity(model).predict("a") == FollowupModel(overall=model.overall).predict("a")
     assert popularity(model).counts == {} and model.counts  # the model itself is left as it was
+
+
+def test_a_state_never_seen_leans_on_what_followed_other_answers_of_its_category():
+    categories = {"track_order": "orders", "cancel_order": "orders", "change_order": "orders",
+                  "return_policy": "returns", "start_return": "returns", "refund_timing": "refunds"}
+    sessions = [["cancel_order", "change_order"]] * 3 + [["return_policy", "start_return"]] * 5
+    flat = FollowupModel.fit(sessions, known=categories)
+    tiered = FollowupModel.fit(sessions, known=categories, categories=categories)
+    assert flat.predict("track_order", k=1)[0][0] == "start_return"  # overall the most frequent follow-up
+    assert tiered.predict("track_order", k=1)[0][0] == "change_order"  # what follows an orders answer
+    assert tiered.category("route:llm") == "route:llm" and tiered.category("track_order") == "orders"
