@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from chains.followups import ALPHA, MIN_SHARE, ROUTE_STATE, FollowupModel
+from chains.followups import ALPHA, BETA, MIN_SHARE, ROUTE_STATE, FollowupModel
 from offline import datasets as ds
 
 SESSIONS = ds.EVAL_DIR / "demo_sessions.csv"
@@ -117,7 +117,7 @@ def dev_cross_validation(dev: Sequence[Sequence[Message]], categories: dict[str,
         hits = answerable = 0
         for i in range(len(dev)):
             model = FollowupModel.fit(states[:i] + states[i + 1:], known=categories, alpha=alpha,
-                                      **({"categories": categories, "beta": beta} if beta is not None else {}))
+                                      categories=categories if beta is not None else None, beta=beta or BETA)
             one = replay(model, [states[i]], [dev[i]])
             hits += round(one["top3"] * one["answerable"])
             answerable += one["answerable"]
