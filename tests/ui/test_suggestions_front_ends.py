@@ -1,0 +1,82 @@
+"""Suggested replies (predicted follow-ups) through every front end of a real `tandem serve` (its own data directory,
+the demo KB, MiniLM; an LLM tier at a closed port, as no answer here needs one): after enough conversations in its
+log, the HTTP API and /v1 return the suggestions, the Gradio chat shows them as buttons, and a button is answered
+from its KB answer and logged as a click."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from storage.db import open_database
+from storage.tables import RequestLog
+from tests.apps import GRADIO_CLIENT_HTTPX, app_env, start_app, stop_app
+
+pytestmark = pytest.mark.slow
+
+JOURNEY = ["How do I track my order?", "Can I change my order?", "How do I cancel my order?"]
+SESSIONS = 11  # 22 follow-ups: over the 20 the model waits for (chains.followups.MIN_TRANSITIONS)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    home = tmp_path_factory.mktemp("suggest-home")
+    running = start_app(home / "serve.log", app_env(home, TANDEM_FOLLOWUPS_REFIT_S="1"))
+    running.db = open_database(f"sqlite:///{home / 'tandem.db'}")  # type: ignore[attr-defined]
+    yield running
+    stop_app(running)
+
+
+@pytest.fixture(scope="module")
+def api(app):
+    with httpx.Client(base_url=app.url, timeout=120) as client:
+        for _ in range(SESSIONS):
+            session = ""
+            for text in JOURNEY:
+                session = client.post("/api/v1/chat", json={"message": text, "session_id": session}).json()["session_id"]
+        yield client
+
+
+def _suggested_after_tracking(api) -> dict:
+    """Ask until the app's background refit (every second here) has learned the log's conversations."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = api.post("/api/v1/chat", json={"message": JOURNEY[0]}).json()
+        if answer.get("suggestions") or time.monotonic() > deadline:
+            return answer
+        time.sleep(1)
+
+
+def test_http_api_returns_the_learned_next_answer_as_a_suggestion_and_answers_a_click(app, api):
+    answer = _suggested_after_tracking(api)
+    assert [s["answer_id"] for s in answer.get("suggestions", [])][:1] == ["change_order"]
+    clicked = api.post("/api/v1/chat", json={"message": answer["suggestions"][0]["title"],
+                                             "session_id": answer["session_id"], "suggestion": "change_order"}).json()
+    assert clicked["route"] == "small" and [s["answer_id"] for s in clicked["sources"]] == ["change_order"]
+    with app.db.session() as session:
+        row = session.get(RequestLog, clicked["request_id"])
+    assert row is not None and any(s["stage"] == "suggest" and s["decision"] == "clicked" for s in row.trace)
+
+
+def test_openai_endpoint_carries_the_suggestions_in_its_tandem_block(app, api):
+    import openai
+
+    _suggested_after_tracking(api)
+    client = openai.OpenAI(base_url=app.url + "/v1", api_key="unused", max_retries=0)
+    reply = client.chat.completions.create(model="tandem", messages=[{"role": "user", "content": JOURNEY[0]}])
+    assert [s["answer_id"] for s in reply.model_dump()["tandem"]["suggestions"]][:1] == ["change_order"]
+
+
+def test_gradio_chat_shows_suggestions_as_buttons_and_a_button_answers_from_the_kb(app, api):
+    from gradio_client import Client
+
+    _suggested_after_tracking(api)
+    gradio = Client(app.url + "/", verbose=False, httpx_kwargs=GRADIO_CLIENT_HTTPX)
+    history, _box, details = gradio.predict({"text": JOURNEY[0], "files": []}, api_name="/chat")
+    buttons = history[-1]["options"]
+    assert buttons[0] == {"label": "Can I change my order?", "value": "suggested:change_order"}
+    history, _box, details = gradio.predict(buttons[0]["value"], history, api_name="/choose")
+    assert details["route"] == "small" and [s["answer_id"] for s in details["sources"]] == ["change_order"]
+    assert history[-2]["role"] == "user" and "Can I change my order?" in str(history[-2]["content"])
