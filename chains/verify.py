@@ -31,8 +31,8 @@ _PATH = re.compile(rf"(?:{_EN_SEGMENT}|{_ZH_SEGMENT})(?:\s*>\s*(?:{_EN_SEGMENT}|
 _QUOTED = re.compile(r"[\"“「]([^\"”」\n]{2,40})[\"”」]|(?<![A-Za-z])'([A-Z][^'\n]{1,38})'(?![A-Za-z])")
 _NAME = re.compile(r"(?<=[a-z,;:] )(?:[A-Z][a-z]*[A-Z][\w]*|[A-Z][a-z]+(?: (?:&|[A-Z][a-z]+))+|[A-Z]{2,}[a-z]*"
                    r"|[A-Z][a-z]{2,})\b")
-_NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK", "PDF", "ZIP", "Northwind", "Sources",
-                        "Account", "Orders"})
+_NOT_NAMES = frozenset({"I", "EU", "USD", "EUR", "GBP", "CET", "SMS", "ID", "OK", "PDF", "ZIP", "Sources", "Account",
+                        "Orders"})
 
 # What must never reach a customer. The context labels and the fence are ours (chains/answers.py writes them).
 _ECHO = re.compile(r"help-?center (?:context|answer|entr(?:y|ies))|answers this question as follows|draft answer|"
@@ -80,12 +80,15 @@ def _path_key(text: str) -> tuple:
     return tuple(re.sub(r"\s+", " ", part).strip().lower() for part in text.split(">"))
 
 
-def key_facts(text: str) -> list[Fact]:
-    """The facts an answer must not lose or change: checkable claims, menu paths and named options."""
+def key_facts(text: str, shop: str = "") -> list[Fact]:
+    """The facts an answer must not lose or change: checkable claims, menu paths and named options. The shop's own
+    name (``shop``, TANDEM_SHOP_NAME, or any word of it) is not an option: an answer may leave it out."""
     facts = [Fact(c.kind, c.key, c.text) for c in claims(text) if c.kind != "order"]
     facts += [Fact("path", _path_key(m.group(0)), m.group(0)) for m in _PATH.finditer(text)]
     named = {(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text)}
-    named |= {m.group(0) for m in _NAME.finditer(text) if m.group(0) not in _NOT_NAMES}
+    shop_words = set(shop.split())
+    named |= {m.group(0) for m in _NAME.finditer(text)
+              if m.group(0) not in _NOT_NAMES and not set(m.group(0).split()) <= shop_words}
     facts += [Fact("option", (name.lower(),), name) for name in sorted(named)]
     unique: dict[tuple, Fact] = {}
     for fact in facts:
@@ -113,12 +116,12 @@ def _has(answer_facts: list[Fact], answer_text: str, fact: Fact) -> bool:
 _CONTRADICTABLE = ("path", "amount", "percent", "duration", "url", "email", "phone")
 
 
-def fact_report(reference: str, answer: str) -> FactReport:
+def fact_report(reference: str, answer: str, shop: str = "") -> FactReport:
     """How much of ``reference``'s key facts ``answer`` keeps, and which of its facts differ from the reference's.
 
     A contradiction is a path, amount, duration, link or contact in the answer where the reference states one of
     the same kind and none matches (the draft said *Edit order*, the rewrite *Cancel order*)."""
-    wanted, have = key_facts(reference), key_facts(answer)
+    wanted, have = key_facts(reference, shop), key_facts(answer, shop)
     missing = [f for f in wanted if not _has(have, answer, f)]
     kinds = {f.kind for f in wanted}
     contradictions = [f for f in have if f.kind in _CONTRADICTABLE and f.kind in kinds
@@ -220,13 +223,13 @@ class RewriteVerdict:
 
 
 def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: str = "stop",
-                    sources: Sequence[str] = ()) -> RewriteVerdict:
+                    sources: Sequence[str] = (), shop: str = "") -> RewriteVerdict:
     """Serve the rewrite only when it is at least as good as the draft: it keeps every key fact of the draft,
     contradicts none, has no defect, and adds more than words (it is shorter, or answers more of the message)."""
     found = defects(rewrite, message=message, finish_reason=finish_reason, sources=sources, context=[draft])
     if found:
         return RewriteVerdict(False, f"{found[0].kind}: {found[0].detail}"[:160])
-    report = fact_report(draft, rewrite)
+    report = fact_report(draft, rewrite, shop)
     if report.contradictions:
         fact = report.contradictions[0]
         return RewriteVerdict(False, f"contradiction: {fact.kind} '{fact.text}' differs from the draft")

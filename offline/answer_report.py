@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from statistics import mean, median
 from typing import Any
 
+from chains.answers import DEFAULT_BRAND
 from chains.verify import defects, fact_report, without_citations
 
 LLM_TEXT = ("rewrite", "llm")  # served kinds whose text an LLM wrote
@@ -73,7 +74,7 @@ def reason_kind(detail: str) -> str:
 def worse_than_draft(draft: str, rewrite: str, found: list[dict[str, str]]) -> list[str]:
     """Why a served rewrite is worse than its draft (empty: it is not): a draft fact lost or contradicted, or a
     defect (``found``, the rewrite's defects as scored)."""
-    report = fact_report(without_citations(draft), without_citations(rewrite))
+    report = fact_report(without_citations(draft), without_citations(rewrite), DEFAULT_BRAND.shop)
     why = [f"lost {f.kind} '{f.text}'" for f in report.missing]
     why += [f"contradicts with {f.kind} '{f.text}'" for f in report.contradictions]
     return why + [f"{d['kind']}: {d['detail']}" for d in found]
@@ -97,7 +98,7 @@ def score(o: Outcome, reference: str | None) -> dict[str, Any]:
         o.answer, message=o.message, finish_reason=o.finish_reason, answerable=o.in_scope, sources=o.sources,
         context=o.context)]
     if o.in_scope and reference:
-        facts = fact_report(reference, without_citations(o.answer))
+        facts = fact_report(reference, without_citations(o.answer), DEFAULT_BRAND.shop)
         record["recall"], record["missing"] = facts.recall, [f.text for f in facts.missing]
         found += [{"kind": "contradiction", "detail": f"{f.kind} '{f.text}'"} for f in facts.contradictions]
     record["defects"] = found

@@ -73,7 +73,7 @@ class LLMTier(Tier):
             return
         with timed(turn, "verify"):
             verdict = rewrite_verdict(draft.body, rewrite, message=turn.text, finish_reason=result.finish_reason,
-                                      sources=[draft.body, turn.text])
+                                      sources=[draft.body, turn.text], shop=self.parts.brand.shop)
         if verdict.accepted:
             turn.answer, turn.served = rewrite + draft.text[len(draft.body):], "rewrite"  # keeps the citations
             turn.note("verify", "rewrite accepted")

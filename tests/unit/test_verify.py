@@ -155,3 +155,13 @@ def test_a_judgement_the_help_center_does_not_make_is_ungrounded():
     assert ("ungrounded", "The best student account in Germany is the Mastercard.") in {(d.kind, d.detail) for d in found}
     assert not defects("Students get 10% off with a verified student account.", message="student discount?",
                        context=[payment])
+
+
+def test_the_shop_name_is_not_a_key_fact_whatever_the_shop_is_called():
+    draft = "Returns are free within 30 days, and Acme Outfitters pays the label via Klarna."
+    assert {f.text for f in key_facts(draft, "Acme Outfitters") if f.kind == "option"} == {"Klarna"}
+    assert "Acme Outfitters" in {f.text for f in key_facts(draft) if f.kind == "option"}  # no shop given: a name
+    kept = "Returns are free within 30 days; we pay the label via Klarna."
+    assert rewrite_verdict(draft, kept, message="are returns free?", shop="Acme Outfitters").reason != \
+        "dropped: option 'Acme Outfitters' of the draft"
+    assert not fact_report(draft, kept, "Acme Outfitters").missing
