@@ -6,7 +6,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +28,7 @@ GRADIO_CLIENT_HTTPX = {"timeout": httpx.Timeout(120.0)}
 class RunningApp:
     def __init__(self, url: str, process: subprocess.Popen, log: Path):
         self.url, self.process, self.log = url, process, log
+        self.db: Any = None  # storage.db.Database of the app's data directory, where a test reads its rows
 
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -59,6 +63,20 @@ def start_app(log: Path, env: dict[str, str]) -> RunningApp:
             stop_app(app)
             pytest.fail(f"tandem serve not ready after {START_TIMEOUT_S} s:\n{app.tail()}")
         time.sleep(0.5)
+
+
+@contextmanager
+def serving(home: Path, **env: str) -> Iterator[RunningApp]:
+    """A `tandem serve` on its own data directory ``home`` (``env`` added to app_env), with ``.db`` its database;
+    stopped on exit."""
+    from storage.db import open_database
+
+    running = start_app(home / "serve.log", app_env(home, **env))
+    running.db = open_database(f"sqlite:///{home / 'tandem.db'}")
+    try:
+        yield running
+    finally:
+        stop_app(running)
 
 
 def stop_app(app: RunningApp) -> None:

@@ -8,9 +8,8 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from storage.db import open_database
 from storage.tables import Feedback, RequestLog
-from tests.apps import GRADIO_CLIENT_HTTPX, app_env, start_app, stop_app
+from tests.apps import GRADIO_CLIENT_HTTPX, serving
 
 pytestmark = pytest.mark.slow
 
@@ -20,11 +19,8 @@ OFFERED = ["warranty_length", "shipping_times"]
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    home = tmp_path_factory.mktemp("clarify-home")
-    running = start_app(home / "serve.log", app_env(home, TANDEM_CLARIFY="on"))
-    running.db = open_database(f"sqlite:///{home / 'tandem.db'}")  # type: ignore[attr-defined]
-    yield running
-    stop_app(running)
+    with serving(tmp_path_factory.mktemp("clarify-home"), TANDEM_CLARIFY="on") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ import time
 import httpx
 import pytest
 
-from storage.db import open_database
 from storage.tables import RequestLog
-from tests.apps import GRADIO_CLIENT_HTTPX, app_env, start_app, stop_app
+from tests.apps import GRADIO_CLIENT_HTTPX, serving
 
 pytestmark = pytest.mark.slow
 
@@ -22,11 +21,8 @@ SESSIONS = 11  # 22 follow-ups: over the 20 the model waits for (chains.followup
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    home = tmp_path_factory.mktemp("suggest-home")
-    running = start_app(home / "serve.log", app_env(home, TANDEM_FOLLOWUPS_REFIT_S="1"))
-    running.db = open_database(f"sqlite:///{home / 'tandem.db'}")  # type: ignore[attr-defined]
-    yield running
-    stop_app(running)
+    with serving(tmp_path_factory.mktemp("suggest-home"), TANDEM_FOLLOWUPS_REFIT_S="1") as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
