@@ -357,7 +357,7 @@ def table(trace: dict[str, Any]) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, p in (trace.get("passes") or {}).items():
         rate, idle = p.get("prefix_hit_rate_turn2plus"), p.get("idle") or {}
-        clicks = "not available" if p.get("followups") == "not available" else p.get("suggestion_clicks")
+        clicks = p.get("suggestion_clicks") if p.get("followups") == "on" else p.get("followups")
         lines.append(f"| {name} | {p['llm_calls']} | {p['latency_ms']['mean']:.0f} | {p['latency_ms']['p95']:.0f} | "
                      f"{p['first_text_ms']['mean']:.0f} | {p['first_text_ms']['p95']:.0f} | {p['cache_hits']} "
                      f"({p['prepared_hits']}) | {'–' if rate is None else f'{rate:.1%}'} | {clicks} | "
