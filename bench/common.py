@@ -21,7 +21,8 @@ SEED = 13
 @dataclass(frozen=True)
 class Sizes:
     """How much traffic each section sends. `quick` is a ~6 minute smoke run; full must stay under 15 min, but for
-    section 6 (prefix reuse): 200 conversations took 38 minutes on 2 busy cores (README "Conversation prefix reuse")."""
+    section 6 (prefix reuse): 200 conversations took 38 minutes on 2 busy cores (README "Conversation prefix reuse"),
+    and section 7 (the mixed trace): five passes of 30 sessions, about half an hour on 2 cores."""
 
     routing_queries: int
     cache_repeats: int
@@ -51,6 +52,7 @@ class Sizes:
     cross_replica_pairs: int = 50
     prefix_conversations: int = 200             # multi-turn conversations replayed, prefix caching on and off
     prefix_before_conversations: int = 60       # of those, replayed in the layout before issue 42 too
+    mixed_sessions: int = 30                    # held-out sessions of the mixed trace, replayed in 5 passes
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
@@ -61,7 +63,8 @@ QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bo
               bitext_kb_questions=1200, tau_limit=40, llm_sample_calls=4, http_per_route=30, http_llm_calls=2,
               level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
               llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
-              replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=12, prefix_before_conversations=6)
+              replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=12, prefix_before_conversations=6,
+              mixed_sessions=3)
 
 
 def rng() -> random.Random:

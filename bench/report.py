@@ -64,8 +64,11 @@ def targets(result: dict) -> list[dict]:
         ("answer check, ~100-token answer, p50", "<= 5 ms", _get(result, "api_surfaces", "answer_check", "p50_ms"),
          "ms", lambda v: v <= 5),
     ]
+    mixed = [{"metric": f"mixed trace: {t['metric']}", "target": t["target"], "measured": t["measured"],
+              "unit": "x" if t["target"].startswith("<=") else "count", "met": t["met"]}
+             for t in _get(result, "mixed_trace", "targets") or []]  # issue 42, part 4 (bench/mixed_trace.py)
     return [{"metric": name, "target": target, "measured": value, "unit": unit,
-             "met": None if value is None else bool(check(value))} for name, target, value, unit, check in rows]
+             "met": None if value is None else bool(check(value))} for name, target, value, unit, check in rows] + mixed
 
 
 def _fmt(value, unit: str = "") -> str:
@@ -91,6 +94,7 @@ def markdown(result: dict) -> str:
     lines += _throughput_lines(result)
     lines += _replica_lines(result)
     lines += _prefix_lines(result)
+    lines += _mixed_lines(result)
     lines += _budget_lines(result)
     return "\n".join(lines)
 
@@ -297,6 +301,12 @@ def _prefix_lines(result: dict) -> list[str]:
     from bench.prefix_reuse import table
 
     return ["", *table(result["prefix_reuse"])] if result.get("prefix_reuse") else []
+
+
+def _mixed_lines(result: dict) -> list[str]:
+    from bench.mixed_trace import table
+
+    return ["", *table(result["mixed_trace"])] if result.get("mixed_trace") else []
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

@@ -6,7 +6,9 @@ real `LLMServer` (vLLM), then the vLLM server alone at 1/8/32 streaming clients;
 always-small on HINT3 and Bitext + tau-bench;  4. throughput at 1/8/32/64 clients with the app's memory, then the
 same app on torch at 8 clients (served backend / torch), then 2 replicas behind nginx vs 1 on a loopback cluster;
 5. cold start;  6. conversation prefix reuse: multi-turn conversations replayed on vLLM with prefix caching on, then
-on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`).
+on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`);
+7. the three caches of issue 42 on one replayed mixed trace, each off and on (bench/mixed_trace.py; alone:
+`python -m bench.mixed_trace --sessions N`).
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
@@ -163,7 +165,18 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     gc.collect()
     _replicas(result, sizes, clock, settings, small_pool)
     _prefix_reuse(result, sizes, clock, settings, homes)
+    _mixed_trace(result, sizes, clock, settings, homes)
     return llm_server, app
+
+
+def _mixed_trace(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
+    """7. The three caches on one mixed trace, on two vLLM servers of its own (prefix caching on and off)."""
+    from bench import mixed_trace
+
+    trace = _section(result, "mixed_trace", clock, mixed_trace.run, settings, sizes.mixed_sessions, log, 0.3,
+                     homes["logs"])
+    if trace:
+        result["mixed_trace"] = trace
 
 
 def _prefix_reuse(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:

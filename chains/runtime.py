@@ -113,7 +113,8 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
     limiter = RateLimiter.from_settings(settings)
-    chain = RouterChain(kb=kb, router=routers.current, cache=ResponseCache(state, settings.cache_ttl_s),
+    cache = ResponseCache(state, settings.cache_ttl_s) if settings.response_cache else None
+    chain = RouterChain(kb=kb, router=routers.current, cache=cache,
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
                         default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,

@@ -131,6 +131,9 @@ class Settings(BaseSettings):
                                      "request log, in seconds (in the background).")
     cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
     cache_ttl_s: int = Field(3600, ge=0, description="Cache time-to-live.")
+    response_cache: bool = Field(True, description="The response cache (exact and semantic) and with it answers "
+                                 "prepared while the engine is idle; false: every message is answered anew (the "
+                                 "bench's cache-off pass, bench/mixed_trace.py).")
     overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")
     overload_exit: float = Field(0.5, description="LLM load at which degrade turns off again (0-1, below enter).")
     router: str = Field("evidence", description="Registry name of the router (evidence, combined, learned, "
