@@ -1,8 +1,7 @@
 """All three caches of issue 42 on one replayed mixed trace, each off and on, side by side in one run.
 
-The trace. Sessions of the demo shop's held-out messages (:func:`load_sessions`: knowledge/eval/demo_sessions.csv
-when it exists, else 3-6 held-out messages of demo_shop.csv drawn per session with a fixed seed, as
-bench/prefix_reuse.py does), and into them, at random places, repeats of a few frequent LLM-bound questions: dev
+The trace. The held-out conversations of the hand-written demo-shop sessions (:func:`load_sessions`:
+knowledge/eval/demo_sessions.csv), and into them, at random places, repeats of a few frequent LLM-bound questions: dev
 messages that the router really sends to the LLM (out of scope first), in exact or near-exact wording (case,
 punctuation, a greeting), so that they make ``--repeat-share`` (30 %) of the trace's messages. Sessions are replayed
 interleaved, a few open at a time, one message at a time, so each LLM call's vLLM counters are its own.
@@ -43,7 +42,7 @@ from typing import Any
 import httpx
 
 from bench.common import mean, pct
-from bench.trace_build import SESSIONS_CSV, SHOP_CSV, Msg, build_trace, interleave, load_sessions
+from bench.trace_build import SESSIONS_CSV, Msg, build_trace, interleave, load_sessions
 
 FREQUENT = 6             # frequent LLM-bound questions
 HISTORY_COPIES = 3       # extra sessions per frequent question in the history
@@ -329,8 +328,7 @@ def run(settings, n: int, log, share: float = 0.3, logs_dir: Path | None = None,
     sessions = load_sessions("heldout")[:n]
     order = interleave(build_trace(sessions, frequent, share))
     result: dict[str, Any] = {"sessions": len(sessions), "messages": len(order), "repeat_share": share,
-                              "frequent": frequent, "sessions_from": SESSIONS_CSV.name if SESSIONS_CSV.is_file()
-                              else f"{SHOP_CSV.name} held-out, 3-6 messages a session", "max_tokens":
+                              "frequent": frequent, "sessions_from": f"{SESSIONS_CSV.name} held-out", "max_tokens":
                               settings.llm_max_tokens, "prepare_tokens_per_hour": settings.prepare_tokens_per_hour
                               or PREPARE_BUDGET, "passes": {}}
     names = [name for name in PASSES if passes is None or name in passes]

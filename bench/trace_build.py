@@ -1,8 +1,8 @@
 """The mixed trace's messages (bench/mixed_trace.py): sessions, repeats of frequent questions, replay order.
 
-Sessions come from knowledge/eval/demo_sessions.csv (session_id, turn, query, answer_id, in_scope, split) once it
-exists; until then they are built from knowledge/eval/demo_shop.csv's split, 3-6 messages a session drawn with a
-fixed seed (as bench/prefix_reuse.py builds its conversations). Pure: files in, lists out.
+Sessions come from the hand-written demo-shop conversations, knowledge/eval/demo_sessions.csv (session_id, turn,
+query, answer_id, in_scope, split): the held-out split is replayed, the dev split is yesterday's history. Pure:
+files in, lists out.
 """
 
 from __future__ import annotations
@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SESSIONS_CSV = ROOT / "knowledge" / "eval" / "demo_sessions.csv"  # used once it lands; until then built below
-SHOP_CSV = ROOT / "knowledge" / "eval" / "demo_shop.csv"
+SESSIONS_CSV = ROOT / "knowledge" / "eval" / "demo_sessions.csv"
 SEED = 42
-TURNS = (3, 6)           # messages per built session, inclusive
 OPEN_SESSIONS = 4        # sessions replayed interleaved at a time
 VARIANTS = ("{}", "{}", "{l}", "hi, {}", "{l}?", "{} thanks")
 
@@ -29,27 +27,15 @@ class Msg:
     repeat: bool = False     # a repeat of a frequent LLM-bound question
 
 
-def load_sessions(split: str, seed: int = SEED) -> list[list[Msg]]:
-    """The ``split``'s sessions: demo_sessions.csv's own when present, else built from demo_shop.csv."""
-    if SESSIONS_CSV.is_file():
-        with SESSIONS_CSV.open(newline="", encoding="utf-8") as f:
-            rows = [r for r in csv.DictReader(f) if r["split"] == split]
-        by: dict[str, list[dict]] = {}
-        for r in rows:
-            by.setdefault(r["session_id"], []).append(r)
-        return [[Msg(sid, r["query"], r["answer_id"] if r["in_scope"] == "True" else "")
-                 for r in sorted(turns, key=lambda r: int(r["turn"]))] for sid, turns in by.items()]
-    with SHOP_CSV.open(newline="", encoding="utf-8") as f:
+def load_sessions(split: str) -> list[list[Msg]]:
+    """The ``split``'s conversations of demo_sessions.csv, each in turn order (an out-of-scope turn has no label)."""
+    with SESSIONS_CSV.open(newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["split"] == split]
-    rng, out = random.Random(seed), []
-    rng.shuffle(rows)
-    while rows:
-        n = rng.randint(*TURNS)
-        sid = f"{split}-{len(out)}"
-        out.append([Msg(sid, " ".join(r["query"].split()), r["answer_id"] if r["in_scope"] == "True" else "")
-                    for r in rows[:n]])
-        rows = rows[n:]
-    return out
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["session_id"], []).append(r)
+    return [[Msg(sid, r["query"], r["answer_id"] if r["in_scope"] == "True" else "")
+             for r in sorted(turns, key=lambda r: int(r["turn"]))] for sid, turns in by.items()]
 
 
 def variant(text: str, rng: random.Random) -> str:

@@ -9,27 +9,27 @@ import csv
 from collections import Counter
 
 from bench.mixed_trace import Row, summarize, table, targets
-from bench.trace_build import OPEN_SESSIONS, SHOP_CSV, TURNS, build_trace, interleave, load_sessions
+from bench.trace_build import OPEN_SESSIONS, SESSIONS_CSV, build_trace, interleave, load_sessions
 from chains.cache import normalise
 
 FREQUENT = ["What colour towels would go well with a dark green bathroom?",
             "did you catch the match on telly yesterday, what a game eh"]
 
 
-def shop_rows(split: str) -> list[dict]:
-    with SHOP_CSV.open(newline="", encoding="utf-8") as f:
+def session_rows(split: str) -> list[dict]:
+    with SESSIONS_CSV.open(newline="", encoding="utf-8") as f:
         return [r for r in csv.DictReader(f) if r["split"] == split]
 
 
-def test_sessions_hold_every_message_of_the_split_once_with_its_label():
+def test_sessions_hold_every_message_of_the_split_once_in_turn_order_with_its_label():
     sessions = load_sessions("heldout")
-    rows = shop_rows("heldout")
-    texts = Counter(m.text for s in sessions for m in s)
-    assert texts == Counter(" ".join(r["query"].split()) for r in rows)
-    assert all(TURNS[0] <= len(s) <= TURNS[1] for s in sessions[:-1]) and 1 <= len(sessions[-1]) <= TURNS[1]
-    labels = {" ".join(r["query"].split()): r["answer_id"] if r["in_scope"] == "True" else "" for r in rows}
+    rows = session_rows("heldout")
+    assert Counter(m.text for s in sessions for m in s) == Counter(r["query"] for r in rows)
+    assert len(sessions) == len({r["session_id"] for r in rows}) and all(3 <= len(s) <= 6 for s in sessions)
+    turns = {(r["session_id"], r["query"]): int(r["turn"]) for r in rows}
+    assert all([turns[(m.session, m.text)] for m in s] == list(range(1, len(s) + 1)) for s in sessions)
+    labels = {r["query"]: r["answer_id"] if r["in_scope"] == "True" else "" for r in rows}
     assert all(m.answer_id == labels[m.text] and not m.repeat for s in sessions for m in s)
-    assert load_sessions("heldout") == sessions  # a fixed seed: every pass and every run replays the same trace
     assert not {m.text for s in sessions for m in s} & {m.text for s in load_sessions("dev") for m in s}
 
 
