@@ -53,6 +53,7 @@ class Sizes:
     prefix_conversations: int = 200             # multi-turn conversations replayed, prefix caching on and off
     prefix_before_conversations: int = 60       # of those, replayed in the layout before issue 42 too
     mixed_sessions: int = 30                    # held-out sessions of the mixed trace, replayed in 5 passes
+    idle_live: int = 24                         # live LLM-bound messages, with the idle-time worker off and on
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
@@ -64,7 +65,7 @@ QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bo
               level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
               llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
               replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=12, prefix_before_conversations=6,
-              mixed_sessions=3)
+              mixed_sessions=3, idle_live=4)
 
 
 def rng() -> random.Random:

@@ -66,7 +66,8 @@ def targets(result: dict) -> list[dict]:
     ]
     mixed = [{"metric": f"mixed trace: {t['metric']}", "target": t["target"], "measured": t["measured"],
               "unit": "x" if t["target"].startswith("<=") else "count", "met": t["met"]}
-             for t in _get(result, "mixed_trace", "targets") or []]  # issue 42, part 4 (bench/mixed_trace.py)
+             for section in ("mixed_trace", "idle_interference")  # issue 42 (bench/mixed_trace.py, idle_interference.py)
+             for t in _get(result, section, "targets") or []]
     return [{"metric": name, "target": target, "measured": value, "unit": unit,
              "met": None if value is None else bool(check(value))} for name, target, value, unit, check in rows] + mixed
 
@@ -304,9 +305,10 @@ def _prefix_lines(result: dict) -> list[str]:
 
 
 def _mixed_lines(result: dict) -> list[str]:
-    from bench.mixed_trace import table
+    from bench import idle_interference, mixed_trace
 
-    return ["", *table(result["mixed_trace"])] if result.get("mixed_trace") else []
+    return ((["", *mixed_trace.table(result["mixed_trace"])] if result.get("mixed_trace") else [])
+            + (["", *idle_interference.table(result["idle_interference"])] if result.get("idle_interference") else []))
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

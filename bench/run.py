@@ -8,7 +8,8 @@ same app on torch at 8 clients (served backend / torch), then 2 replicas behind 
 5. cold start;  6. conversation prefix reuse: multi-turn conversations replayed on vLLM with prefix caching on, then
 on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`);
 7. the three caches of issue 42 on one replayed mixed trace, each off and on (bench/mixed_trace.py; alone:
-`python -m bench.mixed_trace --sessions N`).
+`python -m bench.mixed_trace --sessions N`);  8. the idle-time worker's delay to live traffic that arrives with gaps
+(bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`).
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
@@ -164,29 +165,23 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     app.stop()
     gc.collect()
     _replicas(result, sizes, clock, settings, small_pool)
-    _prefix_reuse(result, sizes, clock, settings, homes)
-    _mixed_trace(result, sizes, clock, settings, homes)
+    _caches(result, sizes, clock, settings, homes)
     return llm_server, app
 
 
-def _mixed_trace(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
-    """7. The three caches on one mixed trace, on two vLLM servers of its own (prefix caching on and off)."""
-    from bench import mixed_trace
+def _caches(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
+    """6-8. Issue 42's caches, each section on vLLM servers of its own: conversation prefix reuse (caching on and
+    off), the mixed trace, and the idle-time worker's delay to live traffic."""
+    from bench import idle_interference, mixed_trace, prefix_reuse
 
-    trace = _section(result, "mixed_trace", clock, mixed_trace.run, settings, sizes.mixed_sessions, log, 0.3,
-                     homes["logs"])
-    if trace:
-        result["mixed_trace"] = trace
-
-
-def _prefix_reuse(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
-    """6. Conversation prefix reuse on two vLLM servers of its own, started one after the other."""
-    from bench import prefix_reuse
-
-    reuse = _section(result, "prefix_reuse", clock, prefix_reuse.run, settings, sizes.prefix_conversations, log,
-                     sizes.prefix_before_conversations, homes["logs"])
-    if reuse:
-        result["prefix_reuse"] = reuse
+    for name, func, args in (
+            ("prefix_reuse", prefix_reuse.run, (sizes.prefix_conversations, log, sizes.prefix_before_conversations,
+                                                homes["logs"])),
+            ("mixed_trace", mixed_trace.run, (sizes.mixed_sessions, log, 0.3, homes["logs"])),
+            ("idle_interference", idle_interference.run, (sizes.idle_live, idle_interference.GAP_S, log))):
+        measured = _section(result, name, clock, func, settings, *args)
+        if measured:
+            result[name] = measured
 
 
 def _encoders(result: dict, sizes, clock: Clock, homes: dict, tmp: Path) -> None:
