@@ -36,6 +36,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from chains.schema import PREPARE_CHANNEL
+from chains.turn import Turn
 from core.text import language_of
 from storage.db import Database
 from storage.tables import RequestLog, table_of
@@ -209,6 +211,19 @@ class Suggester:
                 self._fitting = False
 
         threading.Thread(target=fit, name="tandem-followups-fit", daemon=True).start()
+
+    def offer(self, turn: Turn) -> None:
+        """Set the suggested replies under ``turn``'s answer, noted in its trace (the console's click-through reads
+        "offered" and "clicked" steps). None for a cancelled answer or the idle-time worker's own requests."""
+        if turn.cancelled or turn.request.channel == PREPARE_CHANNEL or not turn.route:
+            return
+        try:
+            turn.suggestions = self.suggest(turn.route, turn.served, turn.sources, turn.language)
+        except Exception as exc:  # a suggestion is a convenience: the answer goes out without it
+            turn.note("suggest", "failed", error=f"{exc.__class__.__name__}: {exc}"[:200])
+            return
+        if turn.suggestions:
+            turn.note("suggest", "offered", options=[s["answer_id"] for s in turn.suggestions])
 
     def suggest(self, route: str, served: str, sources: Sequence[Mapping[str, Any]],
                 language: str = "en") -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
-from chains.schema import PREPARE_CHANNEL, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
+from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
@@ -202,7 +202,8 @@ class TandemService:
         return turn.finish(SMALL_ROUTE if draft_text else GUARD_ROUTE, answer, "internal error: fallback answer")
 
     def _complete(self, turn: Turn, start: float) -> ChatResponse:
-        self._suggest(turn)
+        if self.followups is not None:
+            self.followups.offer(turn)
         turn.latency_ms["total"] = (time.perf_counter() - start) * 1000
         response = ChatResponse(
             request_id=turn.request_id, route=turn.route or "guard", answer=turn.answer,
@@ -215,19 +216,6 @@ class TandemService:
         metrics.observe(response, turn)
         self._log(turn, response)
         return response
-
-    def _suggest(self, turn: Turn) -> None:
-        """The predicted follow-ups offered under this answer, noted in the trace (the console's click-through reads
-        "offered" and "clicked" steps). None for a cancelled answer or the idle-time worker's own requests."""
-        if self.followups is None or turn.cancelled or turn.request.channel == PREPARE_CHANNEL or not turn.route:
-            return
-        try:
-            turn.suggestions = self.followups.suggest(turn.route, turn.served, turn.sources, turn.language)
-        except Exception as exc:  # a suggestion is a convenience: the answer goes out without it
-            turn.note("suggest", "failed", error=f"{exc.__class__.__name__}: {exc}"[:200])
-            return
-        if turn.suggestions:
-            turn.note("suggest", "offered", options=[s["answer_id"] for s in turn.suggestions])
 
     # --- logging and sessions ------------------------------------------------------------------------
     def _log(self, turn: Turn, response: ChatResponse) -> None:
