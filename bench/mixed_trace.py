@@ -20,8 +20,7 @@ idle window runs before the trace: the worker's ``run_once`` until it has nothin
 ``IDLE_CAP_S`` passes; then the worker's thread keeps running during the trace (every second), and a live request
 that starts while one of its LLM requests is in flight counts as waiting on idle-time work. Follow-ups: the replayed
 customer clicks a suggestion only when the next message's labelled answer is among the suggestions offered (an upper
-bound of click-through), sending its title as text with ``suggestion`` set; the API is read guarded, so the bench
-runs (and says "not available") where ChatRequest has no ``suggestion`` field.
+bound of click-through), sending its title as text with ``suggestion`` set.
 
 Measured per pass: LLM calls (the LLM client's finished calls during the trace), mean and p95 latency and time to
 first text (the first text piece the service streams, which is what the customer sees; an LLM answer is shown once
@@ -188,7 +187,7 @@ def replay(runtime, order: list[tuple[Msg, int]], url: str, follow: bool) -> lis
             end = time.perf_counter()
             hits1, queries1 = counters(client, url)
             assert response is not None
-            suggestions = getattr(response, "suggestions", None) or []
+            suggestions = response.suggestions
             offered[m.session] = {s.answer_id: s.title for s in suggestions}
             step = next((s for s in response.trace if s.get("stage") == "cache"), {})
             rows.append(Row(turn, m.repeat, response.route, (end - began) * 1000, ((first or end) - began) * 1000,
@@ -201,15 +200,13 @@ def replay(runtime, order: list[tuple[Msg, int]], url: str, follow: bool) -> lis
 def request_of(m: Msg, suggestion: str | None):
     from chains.schema import ChatRequest
 
-    fields = {"suggestion": suggestion} if suggestion and "suggestion" in ChatRequest.model_fields else {}
     return ChatRequest(message=m.text, session_id=f"s-{m.session}", user_id="trace", customer=f"c-{m.session}",
-                       channel="api", **fields)
+                       channel="api", suggestion=suggestion or "")
 
 
 def run_pass(name: str, settings, kb, template: Path, order, servers: dict, folder: Path, log) -> dict[str, Any]:
     """One pass on a copy of the history database, with its own runtime (and so an empty cache)."""
     from chains.runtime import build_runtime
-    from core.settings import Settings
     from storage.db import open_database
 
     prefix, cached, follow = PASSES[name]
@@ -219,10 +216,7 @@ def run_pass(name: str, settings, kb, template: Path, order, servers: dict, fold
         log(f"  mixed trace [{name}]: prefix cache reset: {reset.status_code} {reset.text[:80]}")
     db_path = folder / f"pass-{list(PASSES).index(name)}.db"
     copy_db(template, db_path)
-    update: dict[str, Any] = {"llm_url": server.url, "response_cache": cached}
-    available = "followups" in Settings.model_fields
-    if available:
-        update["followups"] = follow
+    update: dict[str, Any] = {"llm_url": server.url, "response_cache": cached, "followups": follow}
     runtime = build_runtime(settings.model_copy(update=update), db=open_database(f"sqlite:///{db_path}"), kb=kb)
     worker, idle = None, None
     try:
@@ -232,7 +226,7 @@ def run_pass(name: str, settings, kb, template: Path, order, servers: dict, fold
             log(f"  mixed trace [{name}]: idle window {idle}")
             worker.worker.start()
         began = time.perf_counter()
-        rows = replay(runtime, order, server.url, follow and available)
+        rows = replay(runtime, order, server.url, follow)
         trace_s = time.perf_counter() - began
     finally:
         if worker is not None:
@@ -240,8 +234,7 @@ def run_pass(name: str, settings, kb, template: Path, order, servers: dict, fold
         runtime.close()
     during = [r for r in rows if worker is not None and worker.busy_at(r.started)]
     out = summarize(rows)
-    out.update({"trace_s": round(trace_s, 1), "idle": idle, "followups": "on" if follow and available else
-                ("not available" if follow else "off"),
+    out.update({"trace_s": round(trace_s, 1), "idle": idle, "followups": "on" if follow else "off",
                 "idle_requests_during_trace": len(worker.spans) - worker.idle_calls if worker else 0,
                 "idle_looks_during_trace": dict(Counter(worker.looks)) if worker else {},
                 "live_during_idle_work": len(during), "live_llm_waiting_on_idle_work": sum(r.llm for r in during)})
