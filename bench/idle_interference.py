@@ -7,8 +7,10 @@ out-of-scope turns of the demo-shop conversations (the ones the router sends to 
 exponential distribution (mean ``--gap`` seconds, fixed seed), one at a time. The same schedule is replayed twice
 on one real vLLM server (prefix caching on, its cache reset between passes): with the worker off, then with the
 worker on (a look every second, an unlimited token budget) over yesterday's log of the mixed trace (its recurring
-LLM-bound groups, so it has work for the whole pass). Each pass has its own copy of the database and an empty
-answer cache; the live messages are distinct, so no live message is served from the cache.
+LLM-bound groups). The worst case for live traffic: the worker here tries a question again at once after an attempt
+stored nothing (ops.prepared.RETRY_AFTER_S 0 instead of an hour), so it has work in every gap for the whole pass.
+Each pass has its own copy of the database and an empty answer cache; the live messages are distinct, so no live
+message is served from the cache.
 
 Reported per pass: the live LLM calls' latency (mean, p50, p95), and for the worker pass its requests (sent,
 cancelled by live traffic, stored) and tokens; the live requests that arrived while a worker request was in flight
@@ -36,6 +38,9 @@ from bench.trace_build import Msg, load_sessions
 
 SEED = 7
 GAP_S = 4.0     # mean seconds between live messages
+# A live request slower than without the worker by less than this is not waiting on it: CPU sharing slowed a 9 ms
+# small-tier answer to 11 ms in the first run, which 20 % alone counted (README, idle-time worker).
+WAIT_MS = 100.0
 BUDGET = 10**9  # tokens an hour: the worker is limited by idle time alone here
 
 
@@ -59,7 +64,7 @@ def schedule(n: int, gap_s: float, seed: int = SEED) -> list[float]:
     return out
 
 
-def replay(service, messages: list[Msg], arrivals: list[float], worker: TimedWorker | None) -> list[dict[str, Any]]:
+def replay(service, messages: list[Msg], arrivals: list[float]) -> list[dict[str, Any]]:
     """Each message at its arrival time (or right after the previous one ends, if that is later)."""
     from chains.schema import ChatRequest
 
@@ -67,15 +72,15 @@ def replay(service, messages: list[Msg], arrivals: list[float], worker: TimedWor
     for i, (m, at) in enumerate(zip(messages, arrivals)):
         time.sleep(max(0.0, start + at - time.perf_counter()))
         began = time.perf_counter()
-        overlapped = worker is not None and worker.busy_at(began)
         response = service.answer(ChatRequest(message=m.text, session_id=f"live-{i}", user_id="live", channel="api"))
         rows.append({"text": m.text, "ms": (time.perf_counter() - began) * 1000, "llm": bool(response.model),
-                     "route": response.route, "overlapped": overlapped})
+                     "route": response.route, "began": began})
     return rows
 
 
 def run_pass(name: str, settings, kb, template: Path, folder: Path, server, messages, arrivals, log) -> dict:
     from chains.runtime import build_runtime
+    from ops import prepared
     from storage.db import open_database
 
     reset = httpx.post(server.url.removesuffix("/v1") + "/reset_prefix_cache", timeout=60)
@@ -85,14 +90,19 @@ def run_pass(name: str, settings, kb, template: Path, folder: Path, server, mess
     runtime = build_runtime(settings.model_copy(update={"llm_url": server.url}), db=open_database(f"sqlite:///{db_path}"),
                             kb=kb)
     worker = TimedWorker(runtime.service, BUDGET) if name == "worker on" else None
+    retry_after = prepared.RETRY_AFTER_S
+    prepared.RETRY_AFTER_S = 0.0  # the worst case: always a question to prepare (module docstring)
     try:
         if worker is not None:
             worker.worker.start()
-        rows = replay(runtime.service, messages, arrivals, worker)
+        rows = replay(runtime.service, messages, arrivals)
     finally:
         if worker is not None:
             worker.worker.stop()
         runtime.close()
+        prepared.RETRY_AFTER_S = retry_after
+    for row in rows:  # the worker's spans are complete only now: a request in flight is recorded when it ends
+        row["overlapped"] = worker is not None and worker.busy_at(row.pop("began"))
     llm_ms = [r["ms"] for r in rows if r["llm"]]
     spread = pct(llm_ms, 50, 95)
     out: dict[str, Any] = {"live": len(rows), "live_llm": len(llm_ms), "mean_ms": round(mean(llm_ms) or 0),
@@ -126,8 +136,8 @@ def compare(off: dict, on: dict) -> dict[str, Any]:
     return {"p95_ratio": round(on["p95_ms"] / off["p95_ms"], 3) if off["p95_ms"] else None,
             "mean_ratio": round(on["mean_ms"] / off["mean_ms"], 3) if off["mean_ms"] else None,
             "overlapped": len(extra), "overlapped_extra_ms": [round(x) for x in extra],
-            "overlapped_slower_by_over_20pct": sum(1 for r in on["rows"] if r["overlapped"] and r["text"] in base
-                                                   and r["ms"] > 1.2 * base[r["text"]])}
+            "overlapped_waiting": sum(1 for r in on["rows"] if r["overlapped"] and r["text"] in base
+                                      and r["ms"] > 1.2 * base[r["text"]] and r["ms"] - base[r["text"]] > WAIT_MS)}
 
 
 def run(settings, live: int, gap_s: float, log) -> dict[str, Any]:
@@ -158,9 +168,9 @@ def run(settings, live: int, gap_s: float, log) -> dict[str, Any]:
 
 def targets(compared: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 42's targets for idle-time work, next to what was measured (never asserted). A live request "waits on"
-    the worker when it arrived during a worker request and took over 20 % longer than without the worker."""
+    the worker when it arrived during a worker request and took over 20 % and over WAIT_MS longer than without it."""
     rows = [("live LLM p95, idle-time worker on / off", "<= 1.05", compared["p95_ratio"], lambda v: v <= 1.05),
-            ("live requests waiting on idle-time work", "0", compared["overlapped_slower_by_over_20pct"],
+            ("live requests waiting on idle-time work", "0", compared["overlapped_waiting"],
              lambda v: v == 0)]
     return [{"metric": m, "target": t, "measured": v, "met": None if v is None else bool(ok(v))}
             for m, t, v, ok in rows]
