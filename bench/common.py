@@ -195,3 +195,42 @@ def closed_loop(clients: int, seconds: float, next_job: Callable[[], Any], send:
     for thread in threads:
         thread.join(seconds + join_grace_s)
     return rows, time.perf_counter() - began
+
+
+def replay_setup(settings, prefix: str) -> tuple[Path, Any, Any]:
+    """What the trace benches (bench/mixed_trace.py, bench/idle_interference.py) replay on: a fresh folder, the
+    settings with greedy answers and no rate limits (the bench measures the caches, not the limits), and the demo KB
+    in a Chroma store of that folder, on the settings' encoder."""
+    import tempfile
+
+    from chains.runtime import serving
+    from core.encoders import load_encoder
+    from knowledge.chroma_kb import ChromaKnowledgeBase
+    from knowledge.demo_kb import DEMO_FILES
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    settings = settings.model_copy(update={"llm_temperature": 0.0, "rate_limit_per_min": 0, "llm_tokens_per_min": 0})
+    kb = ChromaKnowledgeBase(serving(load_encoder(settings.encoder, settings.home, settings=settings)),
+                             path=folder / "chroma")
+    kb.ingest(DEMO_FILES, progress=False)
+    return folder, settings, kb
+
+
+def standalone(measure: Callable[[Callable[[str], None]], dict], table: Callable[[dict], list[str]],
+               out: Path | None) -> int:
+    """A bench module run alone (``python -m bench.X``): offline, ``measure(log)`` timed, its JSON and table
+    printed, and the JSON written to ``out``."""
+    import json
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    began = time.perf_counter()
+    result = measure(lambda m: print(m, flush=True))
+    result["duration_s"] = round(time.perf_counter() - began, 1)
+    text = json.dumps(result, indent=1)
+    print(text)
+    print("\n".join(table(result)))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text + "\n")
+    return 0

@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.common import mean, pct
+from bench.common import mean, pct, replay_setup, standalone
 from bench.mixed_trace import TimedWorker, copy_db, history_db, start_servers
 from bench.trace_build import Msg, load_sessions
 
@@ -141,16 +140,7 @@ def compare(off: dict, on: dict) -> dict[str, Any]:
 
 
 def run(settings, live: int, gap_s: float, log) -> dict[str, Any]:
-    from chains.runtime import serving
-    from core.encoders import load_encoder
-    from knowledge.chroma_kb import ChromaKnowledgeBase
-    from knowledge.demo_kb import DEMO_FILES
-
-    folder = Path(tempfile.mkdtemp(prefix="tandem-idle-"))
-    settings = settings.model_copy(update={"llm_temperature": 0.0, "rate_limit_per_min": 0, "llm_tokens_per_min": 0})
-    kb = ChromaKnowledgeBase(serving(load_encoder(settings.encoder, settings.home, settings=settings)),
-                             path=folder / "chroma")
-    kb.ingest(DEMO_FILES, progress=False)
+    folder, settings, kb = replay_setup(settings, "tandem-idle-")
     template, _ = history_db(settings, kb, folder, log)
     messages = live_messages(live)
     arrivals = schedule(len(messages), gap_s)
@@ -201,12 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gap", type=float, default=GAP_S, help="mean seconds between live messages")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    result = run(get_settings(), args.live, args.gap, lambda m: print(m, flush=True))
-    print("\n".join(table(result)))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
+    return standalone(lambda log: run(get_settings(), args.live, args.gap, log), table, args.out)
 
 
 if __name__ == "__main__":

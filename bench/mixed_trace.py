@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import mean, pct
+from bench.common import mean, pct, replay_setup, standalone
 from bench.trace_build import SESSIONS_CSV, Msg, build_trace, interleave, load_sessions
 
 FREQUENT = 6             # frequent LLM-bound questions
@@ -131,7 +131,9 @@ class TimedWorker:
     def __init__(self, service, budget: int):
         from ops.prepared import PreparedWorker
 
-        spans, looks = self.spans, self.looks = [], []
+        self.spans: list[tuple[float, float]] = []
+        self.looks: list[str] = []
+        spans, looks = self.spans, self.looks
 
         class Worker(PreparedWorker):
             def one_pass(self) -> None:  # the thread's looks (during the trace)
@@ -171,7 +173,8 @@ def replay(runtime, order: list[tuple[Msg, int]], url: str, follow: bool) -> lis
     from bench.prefix_reuse import counters
     from chains.schema import ChatResponse
 
-    rows, offered = [], {}
+    rows: list[Row] = []
+    offered: dict[str, dict[str, str]] = {}
     with httpx.Client() as client:
         for m, turn in order:
             titles = offered.pop(m.session, {})
@@ -260,7 +263,8 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
 def targets(passes: dict[str, dict]) -> list[dict[str, Any]]:
     """Issue 42's targets next to what was measured (never asserted)."""
     def ratio(a: str, b: str, *path: str) -> float | None:
-        x, y = passes.get(a), passes.get(b)
+        x: Any = passes.get(a)
+        y: Any = passes.get(b)
         for key in path:
             x, y = (x or {}).get(key), (y or {}).get(key)
         return round(x / y, 3) if x is not None and y else None
@@ -305,18 +309,7 @@ def start_servers(settings, folder: Path, log, which: set[bool]) -> dict[bool, A
 def run(settings, n: int, log, share: float = 0.3, logs_dir: Path | None = None,
         passes: list[str] | None = None) -> dict[str, Any]:
     """The whole bench: KB, history, trace, two vLLM servers, the five passes (servers stopped on the way out)."""
-    import tempfile
-
-    from chains.runtime import serving
-    from core.encoders import load_encoder
-    from knowledge.chroma_kb import ChromaKnowledgeBase
-    from knowledge.demo_kb import DEMO_FILES
-
-    folder = Path(tempfile.mkdtemp(prefix="tandem-trace-"))
-    settings = settings.model_copy(update={"llm_temperature": 0.0, "rate_limit_per_min": 0, "llm_tokens_per_min": 0})
-    kb = ChromaKnowledgeBase(serving(load_encoder(settings.encoder, settings.home, settings=settings)),
-                             path=folder / "chroma")
-    kb.ingest(DEMO_FILES, progress=False)
+    folder, settings, kb = replay_setup(settings, "tandem-trace-")
     template, frequent = history_db(settings, kb, folder, log)
     sessions = load_sessions("heldout")[:n]
     order = interleave(build_trace(sessions, frequent, share))
@@ -361,7 +354,6 @@ def table(trace: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import os
 
     parser = argparse.ArgumentParser(prog="python -m bench.mixed_trace", description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=30, help="held-out sessions replayed")
@@ -369,19 +361,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
     parser.add_argument("--passes", nargs="*", choices=list(PASSES), default=None, help="only these passes")
     args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from core.settings import get_settings
 
-    began = time.perf_counter()
-    result = run(get_settings(), args.sessions, lambda m: print(m, flush=True), args.share, passes=args.passes)
-    result["duration_s"] = round(time.perf_counter() - began, 1)
-    text = json.dumps(result, indent=1)
-    print(text)
-    print("\n".join(table(result)))
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return standalone(lambda log: run(get_settings(), args.sessions, log, args.share, passes=args.passes), table,
+                      args.out)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.common import pct
+from bench.common import pct, standalone
 
 SEED = 42
 TURNS = (3, 6)  # turns per conversation, inclusive
@@ -237,7 +237,6 @@ def table(reuse: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
-    import os
     from pathlib import Path
 
     parser = argparse.ArgumentParser(prog="python -m bench.prefix_reuse", description=__doc__.splitlines()[0])
@@ -247,20 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write the result as JSON here")
     parser.add_argument("--budget-s", type=float, default=None, help="start no conversation after this many seconds")
     args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from core.settings import get_settings
 
-    began = time.perf_counter()
-    result = run(get_settings(), args.conversations, lambda m: print(m, flush=True), args.before,
-                 budget_s=args.budget_s)
-    result["duration_s"] = round(time.perf_counter() - began, 1)
-    text = json.dumps(result, indent=1)
-    print(text)
-    print("\n".join(table(result)))
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return standalone(lambda log: run(get_settings(), args.conversations, log, args.before, budget_s=args.budget_s),
+                      table, args.out)
 
 
 if __name__ == "__main__":

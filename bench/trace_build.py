@@ -59,14 +59,16 @@ def build_trace(sessions: list[list[Msg]], frequent: list[str], share: float, se
 
 def interleave(sessions: list[list[Msg]], open_at_once: int = OPEN_SESSIONS) -> list[tuple[Msg, int]]:
     """(message, turn number in its session) in replay order: up to ``open_at_once`` sessions in turn."""
-    waiting, active, order = [list(s) for s in sessions], [], []
+    waiting = [list(s) for s in sessions]
+    active: list[tuple[list[Msg], list[int]]] = []  # (a session's messages, [how many sent])
+    order: list[tuple[Msg, int]] = []
     while waiting or active:
         while waiting and len(active) < open_at_once:
-            active.append([waiting.pop(0), 0])
+            active.append((waiting.pop(0), [0]))
         for slot in list(active):
-            msgs, done = slot
-            order.append((msgs[done], done + 1))
-            slot[1] += 1
-            if slot[1] == len(msgs):
+            msgs, sent = slot
+            order.append((msgs[sent[0]], sent[0] + 1))
+            sent[0] += 1
+            if sent[0] == len(msgs):
                 active.remove(slot)
     return order
