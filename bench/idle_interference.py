@@ -26,6 +26,7 @@ import argparse
 import json
 import random
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ def run_pass(name: str, settings, kb, template: Path, folder: Path, server, mess
     worker = TimedWorker(runtime.service, BUDGET) if name == "worker on" else None
     retry_after = prepared.RETRY_AFTER_S
     prepared.RETRY_AFTER_S = 0.0  # the worst case: always a question to prepare (module docstring)
+    tokens = 0
     try:
         if worker is not None:
             worker.worker.start()
@@ -98,6 +100,7 @@ def run_pass(name: str, settings, kb, template: Path, folder: Path, server, mess
     finally:
         if worker is not None:
             worker.worker.stop()
+            tokens = prepared.tokens_spent(runtime.db, datetime.min)
         runtime.close()
         prepared.RETRY_AFTER_S = retry_after
     for row in rows:  # the worker's spans are complete only now: a request in flight is recorded when it ends
@@ -107,24 +110,13 @@ def run_pass(name: str, settings, kb, template: Path, folder: Path, server, mess
     out: dict[str, Any] = {"live": len(rows), "live_llm": len(llm_ms), "mean_ms": round(mean(llm_ms) or 0),
                            "p50_ms": round(spread["p50"] or 0), "p95_ms": round(spread["p95"] or 0), "rows": rows}
     if worker is not None:
-        looks = worker.looks
+        looks = worker.looks  # one outcome per look; a look that sent a request ends prepared, rejected or cancelled
         out["worker"] = {"requests": len(worker.spans), "looks": {k: looks.count(k) for k in sorted(set(looks))},
-                         "overlapped_live": sum(r["overlapped"] for r in rows)}
-        out["worker"].update(worker_outcomes(db_path))
+                         "overlapped_live": sum(r["overlapped"] for r in rows),
+                         "logged": sum(looks.count(k) for k in ("prepared", "rejected", "cancelled")),
+                         "cancelled": looks.count("cancelled"), "stored": looks.count("prepared"), "tokens": tokens}
     log(f"  idle interference [{name}]: {json.dumps({k: v for k, v in out.items() if k != 'rows'})}")
     return out
-
-
-def worker_outcomes(db_path: Path) -> dict[str, int]:
-    """The worker's own logged requests: cancelled by live traffic, and their tokens."""
-    import sqlite3
-
-    with sqlite3.connect(db_path) as db:
-        rows = db.execute("SELECT cancelled, prompt_tokens + completion_tokens FROM requests "
-                          "WHERE channel = 'prepare'").fetchall()
-        stored = db.execute("SELECT COUNT(*) FROM prepared_answers").fetchone()[0]
-    return {"logged": len(rows), "cancelled": sum(bool(c) for c, _ in rows), "tokens": sum(t or 0 for _, t in rows),
-            "stored": stored}
 
 
 def compare(off: dict, on: dict) -> dict[str, Any]:

@@ -135,23 +135,31 @@ def state_of(route: str, served: str, sources: Sequence[Mapping[str, Any]]) -> s
     return ROUTE_STATE + (route or "unknown")
 
 
-def sessions_from_log(db: Database, since: datetime, *, exclude_channels: Sequence[str] = (),
-                      limit: int = ROW_LIMIT) -> list[list[str]]:
-    """The states of each session's messages since ``since``, oldest first, from the request log (the newest
-    ``limit`` rows). Rows of ``exclude_channels`` (the idle-time worker's own requests) are left out."""
+def logged_sessions(db: Database, since: datetime, *, exclude_channels: Sequence[str] = (),
+                    limit: int = ROW_LIMIT) -> dict[str, list[tuple[str, datetime, str]]]:
+    """Each session's messages since ``since`` as (request id, created at, state), oldest first, from the request
+    log (the newest ``limit`` rows). Rows of ``exclude_channels`` (the idle-time worker's own requests) are left
+    out."""
     table = table_of(RequestLog)
-    query = (select(table.c.session_id, table.c.created_at, table.c.route, table.c.served, table.c.sources)
+    query = (select(table.c.id, table.c.session_id, table.c.created_at, table.c.route, table.c.served,
+                    table.c.sources)
              .where(table.c.created_at >= since, table.c.session_id != "")
              .order_by(table.c.created_at.desc()).limit(limit))
     if exclude_channels:
         query = query.where(table.c.channel.not_in(list(exclude_channels)))
     with db.engine.connect() as connection:
         rows = list(connection.execute(query))
-    by_session: dict[str, list[tuple[datetime, str]]] = defaultdict(list)
-    for session_id, created_at, route, served, sources in rows:
-        by_session[session_id].append((created_at, state_of(route, served or "", sources or [])))
-    return [[state for _, state in sorted(turns, key=lambda t: t[0])] for turns in by_session.values()
-            if len(turns) > 1]
+    by_session: dict[str, list[tuple[str, datetime, str]]] = defaultdict(list)
+    for request_id, session_id, created_at, route, served, sources in rows:
+        by_session[session_id].append((request_id, created_at, state_of(route, served or "", sources or [])))
+    return {session_id: sorted(turns, key=lambda t: t[1]) for session_id, turns in by_session.items()}
+
+
+def sessions_from_log(db: Database, since: datetime, *, exclude_channels: Sequence[str] = (),
+                      limit: int = ROW_LIMIT) -> list[list[str]]:
+    """The states of each session's messages (sessions of two or more), oldest first: :func:`logged_sessions`."""
+    sessions = logged_sessions(db, since, exclude_channels=exclude_channels, limit=limit)
+    return [[state for _, _, state in turns] for turns in sessions.values() if len(turns) > 1]
 
 
 # Routes after which no suggestion is offered: a refusal, a clarifying question (its own buttons), a handoff.
@@ -198,7 +206,8 @@ class Suggester:
         except Exception as exc:
             self.last_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
-    def _refit_in_background(self) -> None:
+    def refit_in_background(self) -> None:
+        """Start a fit in a thread of its own, unless one runs or the last began under ``refit_s`` ago."""
         with self._lock:
             if self._fitting or time.monotonic() - self._fitted_at < self.refit_s:
                 return
@@ -230,7 +239,7 @@ class Suggester:
         """The suggested replies after an answer: the top predicted follow-ups in the customer's ``language`` with
         their titles and probability, best first; [] after a refusal, a clarifying question or a handoff, or when
         nothing was learned."""
-        self._refit_in_background()
+        self.refit_in_background()
         if route in NO_SUGGESTIONS or self.model.transitions < MIN_TRANSITIONS:
             return []
         titles = self._titles

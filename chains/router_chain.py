@@ -126,8 +126,7 @@ class RouterChain:
         if turn.done:
             return turn
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
-        # the reply to a clarification, or a suggested reply clicked, is answered by its choice, never cached
-        chose = bool(turn.request.choice or turn.request.suggestion)
+        chose = turn.request.names_answer  # answered by the customer's pick, never cached
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
@@ -345,8 +344,7 @@ class RouterChain:
         return (self.cache is not None and cacheable(turn.route) and not turn.degraded
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
-                and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.choice
-                and not turn.request.suggestion
+                and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.names_answer
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
 
     @staticmethod

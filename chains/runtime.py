@@ -123,7 +123,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None
     if followups is not None:
-        followups.refit_quietly()  # the first answers already get suggestions the log supports
+        followups.refit_in_background()  # a fit reads up to 20,000 log rows: start-up does not wait for it
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
                    rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)

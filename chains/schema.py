@@ -59,6 +59,12 @@ class ChatRequest(BaseModel):
     priority: int = 0
 
     @property
+    def names_answer(self) -> bool:
+        """The customer picked the answer (a clarification's choice or a clicked suggested reply): it is answered
+        from that choice, never looked up in or stored to the cache, and never asked back."""
+        return bool(self.choice or self.suggestion)
+
+    @property
     def owner(self) -> str:
         """Who a session opened by this request belongs to ("" for the operator's own channels)."""
         return f"customer:{self.customer}" if self.customer else self.client

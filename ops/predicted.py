@@ -20,17 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
-
-from chains.followups import state_of
+from chains.followups import logged_sessions
 from chains.schema import PREPARE_CHANNEL
 from ops.recurring import RecurringGroup
 from storage.db import Database
-from storage.tables import RequestLog, table_of
 
 ACTIVE = timedelta(minutes=15)  # a conversation with a message this recent may still ask its next question
 MIN_SCORE = 0.1                 # a group predicted less likely than this keeps its place by size
-ROW_LIMIT = 20_000
 
 
 @dataclass
@@ -54,19 +50,9 @@ class FollowupIndex:
         return dict(out)
 
 
-def _session_rows(db: Database, since: datetime, limit: int = ROW_LIMIT) -> dict[str, list[tuple]]:
-    """Customers' rows since ``since`` per session, oldest first: (id, created_at, state)."""
-    t = table_of(RequestLog)
-    query = (select(t.c.id, t.c.session_id, t.c.created_at, t.c.route, t.c.served, t.c.sources)
-             .where(t.c.created_at >= since, t.c.session_id != "", t.c.channel != PREPARE_CHANNEL)
-             .order_by(t.c.created_at.desc()).limit(limit))
-    with db.engine.connect() as connection:
-        rows = list(connection.execute(query))
-    sessions: dict[str, list[tuple]] = defaultdict(list)
-    for row in rows:
-        sessions[row.session_id].append((row.id, row.created_at, state_of(row.route, row.served or "",
-                                                                           row.sources or [])))
-    return {sid: sorted(turns, key=lambda t: t[1]) for sid, turns in sessions.items()}
+def _session_rows(db: Database, since: datetime) -> dict[str, list[tuple[str, datetime, str]]]:
+    """Customers' messages since ``since`` per session, oldest first: (request id, created at, state)."""
+    return logged_sessions(db, since, exclude_channels=(PREPARE_CHANNEL,))
 
 
 def follow_up_index(db: Database, groups: Sequence[RecurringGroup], since: datetime) -> FollowupIndex:

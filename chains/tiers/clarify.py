@@ -59,8 +59,8 @@ def offered(turn: Turn, rule: ClarifyRule | None = None) -> list[dict[str, Any]]
     Only a routed turn the threshold stage planned for the small tier or a rewrite, decided by no operator rule.
     ``rule``: default, the rule of the turn's vector space."""
     rule = rule or RULES.get(turn.space, RULES[""])
-    if (turn.done or turn.plan not in ("small", "rewrite") or turn.request.mode != "routed" or turn.request.choice
-            or turn.request.suggestion
+    if (turn.done or turn.plan not in ("small", "rewrite") or turn.request.mode != "routed"
+            or turn.request.names_answer
             or any(reason.startswith("rule:") for reason in turn.reasons)):
         return []
     hits = [h for h in distinct(turn.hits) if h.answer_id != OUT_OF_SCOPE][: rule.most]
