@@ -22,7 +22,9 @@ from chains.routers.base import RouteContext, Router
 from core.text import language_of
 from knowledge.base import KnowledgeBase
 
-RIGHT_DRAFTS_REWRITTEN = 0.02
+# Stored questions left out are easier than what customers type: on the demo shop's development messages a floor
+# under which 2 % of the left-out right drafts fall rewrote 4.1 % of the right drafts (1 %: 3.1 %, 0.5 %: 2.0 %).
+RIGHT_DRAFTS_REWRITTEN = 0.005
 MIN_RIGHT_DRAFTS = 20  # fewer right left-out searches than this say too little: the operator's threshold alone
 LEFT_OUT_PER_SPACE = 300
 

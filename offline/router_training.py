@@ -46,7 +46,10 @@ TABLE = SHIPPED_ARTIFACT.with_name("router_training.npz")
 # Product thresholds are chosen on the natural validation messages: at most this share of in-scope messages
 # escalated by the router, and at most this share of right drafts rewritten.
 IN_SCOPE_ESCALATION_BUDGET = 0.05
-RIGHT_DRAFT_REWRITE_BUDGET = 0.05
+# Right drafts rewritten: the answer-quality target is 2 % on every KB (issue 39). The budget is met by each
+# hand-written group on its own (the lowest of their thresholds), on out-of-fold draft quality: pooled at 5 %, the
+# Chinese rows' surer drafts let 8.4 % of the English development set's right drafts be rewritten.
+RIGHT_DRAFT_REWRITE_BUDGET = 0.02
 # τ is chosen on these (natural messages against KBs without out-of-scope examples of their own, the product's
 # default; shop KBs have the starter examples): a KB given its own examples separates better, and letting it pull
 # τ down would escalate more of every other KB's messages.
@@ -159,9 +162,16 @@ def _tau_demo(work: Path, table: Table, tune: bool, log: Callable[[str], None]) 
     demo_questions = [Query(r["query"], 0, r["answer_id"], "demo") for r in ds.read_csv(DEMO_DIR / "questions.csv")]
     # The tau-bench rows meet the demo shop as the product ships it (every question): scored against part A only,
     # they met fewer near neighbours than they do in use, so τ looked safer for them than it is (test 0.915).
+    tau_rows = ds.tau_bench(("dev",)) + [q for q in tau if not ds.in_split_a(q.text)]
     log("demo shop: KB = demo answers + every question; rows = tau-bench dev and held-out train")
     kb = build_kb(DEMO_DIR / "answers.csv", DEMO_DIR / "questions.csv", tune=tune, log=log)
-    score_queries(kb, ds.tau_bench(("dev",)) + [q for q in tau if not ds.in_split_a(q.text)], table, "tau+demo")
+    score_queries(kb, tau_rows, table, "tau+demo")
+    # The same requests meet a FAQ without an order tool of its own too: met only by the demo shop, the trees learnt
+    # that an order request is far from *that* KB, and against the Bitext FAQ 10 of the 165 test tasks stayed small.
+    log("Bitext FAQ: KB = the 27 answers + all train questions; rows = the same tau-bench requests")
+    kb = build_kb(*ds.write_kb_csvs(work / "bitext-tau", ds.bitext_answers(),
+                                    [(q.text, q.answer_id) for q in ds.bitext("train")]), tune=tune, log=log)
+    score_queries(kb, tau_rows, table, "tau+demo")
     log("demo shop: KB = demo answers + questions part A; rows = demo questions part B")
     kb = build_kb(*_demo_kb(work / "demo", demo_questions), tune=tune, log=log)
     score_queries(kb, [q for q in demo_questions if not ds.in_split_a(q.text)], table, "tau+demo")
@@ -312,14 +322,20 @@ def fit(arrays: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = Non
 
     known = arrays["top_correct"] >= 0
     xd, correct = arrays["x_draft"][known].astype(np.float64), arrays["top_correct"][known]
-    draft = {**_fit_linear(xd, correct, _group_weights(arrays["group"][known]), c=0.5), "inputs": list(DRAFT_NAMES)}
+    draft_weight = _group_weights(arrays["group"][known])
+    draft = {**_fit_linear(xd, correct, draft_weight, c=0.5), "inputs": list(DRAFT_NAMES)}
     p_right = predict(draft, xd, DRAFT_NAMES)
+    p_right_oof = np.empty(len(correct))  # as τ: the threshold is read from rows the model was not fitted on
+    draft_fold = _folds(arrays["text"][known])
+    for k in range(FOLDS):
+        grown, held = draft_fold != k, draft_fold == k
+        fold_model = {**_fit_linear(xd[grown], correct[grown], draft_weight[grown], c=0.5), "inputs": list(DRAFT_NAMES)}
+        p_right_oof[held] = predict(fold_model, xd[held], DRAFT_NAMES)
 
     natural = np.isin(groups, NATURAL_GROUPS)
     in_scope = natural & (y == 0)
     tau = float(np.quantile(p_llm[in_scope], 1 - IN_SCOPE_ESCALATION_BUDGET)) if in_scope.any() else 0.5
-    natural_right = np.isin(arrays["group"][known], REWRITE_GROUPS) & (correct == 1)
-    rewrite = float(np.quantile(p_right[natural_right], RIGHT_DRAFT_REWRITE_BUDGET)) if natural_right.any() else 0.5
+    rewrite = rewrite_threshold(p_right_oof, correct, arrays["group"][known])
     per_group = {}
     for name in sorted(set(groups)):
         rows = groups == name
@@ -332,12 +348,20 @@ def fit(arrays: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = Non
                "draft_auroc": round(float(roc_auc_score(correct, p_right)), 4) if 0 < correct.sum() < len(correct)
                else None,
                "route_threshold": round(tau, 4), "rewrite_threshold": round(rewrite, 4),
-               "wrong_drafts_caught": round(float((p_right[correct == 0] < rewrite).mean()), 4)
+               "wrong_drafts_caught": round(float((p_right_oof[correct == 0] < rewrite).mean()), 4)
                if (correct == 0).any() else None,
                "per_group": per_group, "rows": int(len(y))}
     return {"route": route, "draft": draft,
             "thresholds": {"route_threshold": round(tau, 4), "rewrite_threshold": round(rewrite, 4)},
             "metrics": metrics}
+
+
+def rewrite_threshold(p_right: np.ndarray, correct: np.ndarray, groups: np.ndarray) -> float:
+    """The lowest of the hand-written groups' thresholds, each rewriting RIGHT_DRAFT_REWRITE_BUDGET of its own right
+    drafts: a budget met only by the groups pooled is broken by the group whose drafts read less sure."""
+    per_group = [float(np.quantile(p_right[(groups == name) & (correct == 1)], RIGHT_DRAFT_REWRITE_BUDGET))
+                 for name in REWRITE_GROUPS if ((groups == name) & (correct == 1)).any()]
+    return min(per_group) if per_group else 0.5
 
 
 def train(out: Path = SHIPPED_ARTIFACT, log: Callable[[str], None] = print, tune: bool = True,

@@ -104,6 +104,23 @@ def test_the_exported_trees_score_every_row_as_the_fitted_model_does():
     assert (model.logits(x + np.array([1.0, 0, 0])) <= model.logits(x) + 1e-12).all()
 
 
+def test_the_rewrite_threshold_keeps_each_handwritten_group_within_the_budget():
+    from offline.router_training import REWRITE_GROUPS, RIGHT_DRAFT_REWRITE_BUDGET, rewrite_threshold
+
+    surer, less_sure = REWRITE_GROUPS[:2]
+    rng = np.random.default_rng(5)
+    p_right = np.concatenate([rng.uniform(0.6, 1.0, 400), rng.uniform(0.2, 1.0, 200), rng.uniform(0.0, 0.3, 50)])
+    correct = np.array([1] * 600 + [0] * 50)
+    groups = np.array([surer] * 400 + [less_sure] * 200 + [less_sure] * 50)
+    threshold = rewrite_threshold(p_right, correct, groups)
+    for name in (surer, less_sure):
+        right = p_right[(groups == name) & (correct == 1)]
+        assert (right < threshold).mean() <= RIGHT_DRAFT_REWRITE_BUDGET + 1e-9
+    # pooled, the surer group's drafts would have let the less sure group rewrite more than the budget
+    pooled = float(np.quantile(p_right[correct == 1], RIGHT_DRAFT_REWRITE_BUDGET))
+    assert (p_right[(groups == less_sure) & (correct == 1)] < pooled).mean() > RIGHT_DRAFT_REWRITE_BUDGET
+
+
 def test_negation_signature():
     assert negation_signature("cancel my order") != negation_signature("I do not want to cancel my order")
 
