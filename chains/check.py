@@ -33,6 +33,12 @@ STAND_INS = {"url": "our website", "email": "our customer service", "phone": "ou
              "order": "your order", "amount": "the amount shown at checkout", "percent": "the rate shown at checkout",
              "duration": "the time shown at checkout"}
 
+
+def written_stand_ins(findings: Iterable[tuple[str, str]]) -> list[str]:
+    """The stand-in words the check itself wrote into an answer, from its findings as (kind, action): they count
+    as grounded. Words the model wrote do not, even when they read the same ("contact customer support")."""
+    return sorted({STAND_INS[kind] for kind, action in findings if action == "remove" and kind in STAND_INS})
+
 _EMAIL = re.compile(EMAIL_ADDRESS)
 _TLDS = "com|org|net|io|co|shop|store|example|info|biz|uk|de|fr|cn"
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'，。]*[^\s<>()\[\]\"'，。.,;:!?]|"

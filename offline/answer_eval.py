@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from chains.answers import fill_template
-from chains.check import sources_of
+from chains.check import sources_of, written_stand_ins
 from chains.llm.base import LLM, LLMResult
 from chains.router_chain import RouterChain
 from chains.schema import ChatRequest, Revised
@@ -167,7 +167,8 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    served=final.served or final.route, answer=final.answer, draft=draft,
                    top_answer_id=top, finish_reason=final.finish_reason,
                    sources=sources_of(final.hits, draft, final.text, final.history),
-                   context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else []),
+                   context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else [])
+                   + written_stand_ins((f.get("kind", ""), f.get("action", "")) for f in final.findings),
                    findings=list(final.findings), first_text_ms=first, total_ms=total, error=final.error,
                    rejected_text=final.rejected_text, relevance=final.scores.get("answer_relevance"))
 

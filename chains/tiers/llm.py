@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from chains import answers
-from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of
+from chains.check import CLAIM_KINDS, AnswerCheck, StreamChecker, sources_of, written_stand_ins
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
 from chains.tiers.base import Tier, register
@@ -135,8 +135,8 @@ class LLMTier(Tier):
         findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
         self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
-        # What the answer was written from (the message grounds nothing), and the check's own stand-in words
-        context = [h.answer for h in turn.hits] + list(STAND_INS.values())
+        # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
+        context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
         broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
         if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
             broken.append(wrong)

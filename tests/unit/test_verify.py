@@ -165,3 +165,19 @@ def test_the_shop_name_is_not_a_key_fact_whatever_the_shop_is_called():
     assert rewrite_verdict(draft, kept, message="are returns free?", shop="Acme Outfitters").reason != \
         "dropped: option 'Acme Outfitters' of the draft"
     assert not fact_report(draft, kept, "Acme Outfitters").missing
+
+
+def test_only_the_stand_in_words_the_check_wrote_ground_an_answer():
+    from chains.check import STAND_INS, written_stand_ins
+
+    cancel = ANSWERS["cancel_order"]
+    message = "please help me call off a purchase I made this morning"
+    closing = "If you have any questions about an order, please contact customer support."
+    # the model's own "contact customer support" is not in the help-center text it was given
+    assert "ungrounded" in {d.kind for d in defects(closing, message=message, context=[cancel])}
+    assert written_stand_ins([("url", "draft"), ("amount", "draft")]) == []  # the check wrote nothing
+    # where the check replaced an email address, its stand-in words are its own, and they ground the line
+    stand_ins = written_stand_ins([("email", "remove"), ("phone", "remove")])
+    assert stand_ins == [STAND_INS["email"]]
+    written = f"If you have any questions about an order, please contact {STAND_INS['email']}."
+    assert "ungrounded" not in {d.kind for d in defects(written, message=message, context=[cancel, *stand_ins])}
