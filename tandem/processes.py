@@ -19,7 +19,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import httpx
@@ -35,10 +35,28 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def two_free_ports(host: str = "127.0.0.1") -> int:
-    """A port p with p and p + 1 both free (replicas take consecutive ports)."""
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct free ports. Each socket stays bound until all are chosen: one free_port() after another can
+    return the same port twice (nothing holds it in between), and a cluster then bound its first replica to the
+    port PostgreSQL had already taken."""
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def two_free_ports(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
+    """A port p with p and p + 1 both free and neither in ``avoid`` (replicas take consecutive ports)."""
     for _ in range(50):
         port = free_port(host)
+        if port in avoid or port + 1 in avoid:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind((host, port + 1))

@@ -21,13 +21,14 @@ RATE_LIMIT = 10
 @pytest.fixture(scope="session")
 def cluster(settings, llm_server_process):
     from tandem.cluster import Cluster, ClusterPorts
-    from tandem.processes import free_port, two_free_ports
+    from tandem.processes import free_ports, two_free_ports
 
     # Not under pytest's tmp dir: that is private to root, and PostgreSQL runs as user postgres.
     home = Path(tempfile.mkdtemp(prefix="tandem-cluster-"))
     os.chmod(home, 0o755)
-    ports = ClusterPorts(balancer=free_port(), first_replica=two_free_ports(), console=free_port(),
-                         redis=free_port(), postgres=free_port(), chroma=free_port())
+    balancer, console, redis, postgres, chroma = taken = free_ports(5)
+    ports = ClusterPorts(balancer=balancer, first_replica=two_free_ports(avoid=taken), console=console, redis=redis,
+                         postgres=postgres, chroma=chroma)
     parts = Cluster(settings.model_copy(update={"home": home, "llm_url": live(llm_server_process).url}), replicas=2,
                     ports=ports, with_console=False, log=lambda line: None,
                     extra_env={"TANDEM_RATE_LIMIT_PER_MIN": str(RATE_LIMIT), "TANDEM_API_TOKEN": TOKEN,

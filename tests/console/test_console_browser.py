@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from tandem.processes import free_port
+from tandem.processes import free_port, free_ports
 from tests.apps import wait_until
 from tests.browser import Browser, chromium_path
 from tests.conftest import REPO, VENV_BIN
@@ -35,11 +35,11 @@ class ConsoleUrl(str):
 def console_server(tmp_path):
     """`tandem console` on a free port against its own database, filled by real requests through the service."""
     home = tmp_path / "home"
+    app_port, port = free_ports(2)
     env = {**os.environ, "TANDEM_HOME": str(home), "TANDEM_CONSOLE_PASSWORD": "s3cret-console",
-           "TANDEM_APP_PORT": str(free_port())}  # nothing listens there: the page must say so
+           "TANDEM_APP_PORT": str(app_port)}  # nothing listens there: the page must say so
     fill = "from tests.console.traffic import drive_in_this_home; drive_in_this_home()"
     subprocess.run([sys.executable, "-c", fill], cwd=REPO, env=env, check=True, timeout=300)
-    port = free_port()
     server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
                               cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tandem.processes import free_port, port_in_use
+from tandem.processes import free_ports, port_in_use
 from tests.conftest import VENV_BIN, demo_rows, run_cli
 
 pytestmark = pytest.mark.slow
@@ -32,7 +32,7 @@ def processes_of(home: Path) -> list[int]:
 
 
 def test_demo_starts_app_and_console_then_stops(tmp_path):
-    app_port, console_port = free_port(), free_port()
+    app_port, console_port = free_ports(2)
     result = run_cli("demo", "--no-llm", "--exit-when-ready", timeout=600,
                      env={"TANDEM_HOME": str(tmp_path / "home"), "TANDEM_APP_PORT": str(app_port),
                           "TANDEM_CONSOLE_PORT": str(console_port)})
@@ -50,8 +50,8 @@ def test_demo_starts_app_and_console_then_stops(tmp_path):
 @pytest.mark.parametrize("sig, with_llm", [(signal.SIGTERM, True), (signal.SIGKILL, True), (signal.SIGINT, False)])
 def test_every_stop_signal_leaves_no_process_and_no_port_behind(tmp_path, sig, with_llm):
     home = tmp_path / "home"
-    ports = {"TANDEM_APP_PORT": free_port(), "TANDEM_CONSOLE_PORT": free_port()}
-    llm_port = free_port()
+    app_port, console_port, llm_port = free_ports(3)
+    ports = {"TANDEM_APP_PORT": app_port, "TANDEM_CONSOLE_PORT": console_port}
     env = {**os.environ, "TANDEM_HOME": str(home), "TANDEM_LLM_URL": f"http://127.0.0.1:{llm_port}/v1",
            **{k: str(v) for k, v in ports.items()}}
     log = tmp_path / "demo.log"
