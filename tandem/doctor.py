@@ -53,14 +53,21 @@ def run_doctor(load: bool = True) -> int:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name, settings.models_dir)})")
             continue
-        if name in model_files.OPTIONAL_MODELS and settings.encoder != name:  # an encoder only some choose
-            print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name}); {_wheels(name)}")
+        if name in model_files.OPTIONAL_MODELS and name not in (settings.encoder, settings.cascade_encoder):
+            print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name} or "
+                  f"TANDEM_CASCADE_ENCODER={name}); {_wheels(name)}")
             continue
         healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name, settings.models_dir)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
         healthy &= _check(f"encoder {settings.encoder}",
                           lambda: _encoder_line(encoders.load_encoder(settings.encoder, settings=settings)))
+        if settings.cascade_encoder:  # asked only when the first encoder is unsure (knowledge.cascade)
+            healthy &= _check(f"cascade encoder {settings.cascade_encoder}", lambda: _encoder_line(
+                encoders.load_encoder(settings.cascade_encoder, settings=settings)) + ", asked when the top two "
+                "answers are close")
+        else:
+            print("  --   cascade encoder: off (TANDEM_CASCADE_ENCODER=mpnet asks a stronger one when unsure)")
         healthy &= _check(f"load {local.name}", lambda: _generate_once(local, settings.models_dir))
     healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")

@@ -64,8 +64,9 @@ def test_mpnet_onnx_export_takes_no_token_type_ids_and_matches_torch(scratch, se
 def test_doctor_lists_mpnet_as_optional_with_its_wheels_when_another_encoder_is_selected(settings, capsys):
     from tandem.doctor import run_doctor
 
-    assert settings.encoder != "mpnet"
+    assert "mpnet" not in (settings.encoder, settings.cascade_encoder)
     run_doctor(load=False)
     lines = [line for line in capsys.readouterr().out.splitlines() if "model mpnet" in line]
-    assert lines == ["  --   model mpnet: optional, not selected (TANDEM_ENCODER=mpnet); its 5 wheels installed "
+    assert lines == ["  --   model mpnet: optional, not selected (TANDEM_ENCODER=mpnet or TANDEM_CASCADE_ENCODER=mpnet); "
+                     "its 5 wheels installed "
                      f"({MPNET_PACKAGES[0]} {importlib.metadata.version(MPNET_PACKAGES[0])} ...)"]
