@@ -42,3 +42,9 @@ def test_only_a_top_two_gap_under_the_margin_is_unsure():
     assert cascade.unsure(scores(("a", 0.70), ("b", 0.66)))
     assert not cascade.unsure(scores(("a", 0.70), ("b", 0.64)))
     assert not cascade.unsure(scores(("a", 0.70)))
+
+
+def test_a_top_answer_under_the_floor_is_out_of_scope_whatever_its_margin_and_is_not_escalated():
+    cascade = Cascade(encoder=None, index=None, params=CascadeParams(margin=0.05, floor=0.3))  # type: ignore[arg-type]
+    assert not cascade.unsure(scores(("a", 0.29), ("b", 0.28)))
+    assert cascade.unsure(scores(("a", 0.31), ("b", 0.30)))
