@@ -1,9 +1,9 @@
 """How busy the LLM endpoint is: in-flight calls, EWMA latency and time to first token, error rate,
 and (where the server is vLLM) its own queue and KV-cache figures from ``/metrics``.
 
-``load`` in [0, 1] is the most saturated of four signals, because any one of them alone makes users
+``load`` in [0, 1] is the most saturated of five signals, because any one of them alone makes users
 wait: our calls in flight or queued vs ``llm_max_in_flight``; requests waiting inside vLLM; KV-cache
-usage; and recent latency vs the tier's typical latency. :class:`OverloadGate` turns that number into
+usage; recent latency vs the tier's typical latency; and an engine too busy to answer ``/metrics`` at all. :class:`OverloadGate` turns that number into
 an on/off decision with hysteresis so the app does not flap between LLM and small tier.
 """
 
@@ -91,6 +91,8 @@ class MetricsPoller:
         # Prefix-cache hit rate of the prompt tokens since the poll before the last one that saw new prompt tokens
         self.recent_prefix_hit_rate: float | None = None
         self.disabled_reason: str | None = None
+        # When the last poll found the engine too busy to answer /metrics in time (None once it answers again)
+        self.timed_out_at: float | None = None
 
     def ensure_started(self) -> None:
         with self._lock:
@@ -105,6 +107,11 @@ class MetricsPoller:
                 return None
             return self.latest
 
+    def unresponsive(self) -> bool:
+        """True while the most recent poll, within the staleness window, timed out."""
+        with self._lock:
+            return self.timed_out_at is not None and self._clock() - self.timed_out_at <= METRICS_STALE_S
+
     def close(self) -> None:
         self._stop.set()
 
@@ -113,6 +120,13 @@ class MetricsPoller:
 
         try:
             response = httpx.get(self.url, timeout=self.timeout_s)
+        except httpx.TimeoutException:
+            # Reachable but too busy to answer: a saturated engine on a small machine does this, and then its
+            # last reading goes stale. Without this the gate went blind and let traffic into the queue it could
+            # not see (a CI load test: the message waited for the LLM timeout instead of degrading).
+            with self._lock:
+                self.timed_out_at = self._clock()
+            return
         except httpx.HTTPError:
             return
         if response.status_code == 404:
@@ -145,6 +159,7 @@ class MetricsPoller:
                                                / (metrics.prefix_cache_queries - previous.prefix_cache_queries))
             self.latest = metrics
             self.latest_at = self._clock()
+            self.timed_out_at = None
         publish_prefix_cache(self.url, metrics)
 
     def snapshot(self) -> dict | None:
@@ -225,6 +240,8 @@ class LoadTracker:
                 latency = slowdown * freshness
         parts = {"concurrency": concurrency, "latency": latency}
         metrics = self.poller.fresh() if self.poller is not None else None
+        if self.poller is not None and self.poller.unresponsive():
+            parts["unresponsive"] = 1.0  # an engine too busy to report its queue is saturated
         if metrics is not None:
             if metrics.waiting is not None:
                 parts["queue"] = metrics.waiting / self.capacity

@@ -166,6 +166,17 @@ def test_a_slow_metrics_answer_still_reaches_the_load_gate(slow_metrics_server):
         tracker.close()
 
 
+def test_an_engine_too_busy_to_answer_its_metrics_counts_as_saturated_until_it_answers(slow_metrics_server):
+    tracker = LoadTracker(capacity=4, typical_latency_ms=1000)
+    tracker.poller = MetricsPoller(slow_metrics_server, timeout_s=0.3)  # the server answers after 1.5 s
+    tracker.poller.poll_once()
+    assert tracker.poller.unresponsive() and tracker.load() == 1.0 and tracker.components()["unresponsive"] == 1.0
+    tracker.poller.timeout_s = 5.0
+    tracker.poller.poll_once()  # it answers now: its own figures count again, and the timeout no longer does
+    assert not tracker.poller.unresponsive() and "unresponsive" not in tracker.components()
+    assert tracker.components()["queue"] == 1.0
+
+
 def test_the_poll_thread_outlives_an_unexpected_error(monkeypatch):
     """Fake fault (named): one poll raises an error nothing in httpx or the parser raises on purpose (the poll is
     replaced, so no server is needed)."""
