@@ -24,6 +24,7 @@ from knowledge.index import AnswerScore, HybridIndex
 
 # Answers scored in each space before fusing: an answer outside one space's pool reads that space's lowest score.
 POOL = 10
+MAX_WORDS = 32
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ class CascadeParams:
     # Only a plausible top answer is worth a second look: a message whose best answer scores under this is out of
     # the KB's scope whatever the order of its answers, and the router reads it so without the stronger encoder.
     floor: float = 0.2
+    # Only a message of at most this many words is worth a second pass (0: any length). mpnet's time grows with the
+    # message: a long τ-bench-style instruction took about 200 ms on one thread and set the routing p95 alone, and such
+    # messages are complex requests that the router sends to the LLM whatever their top answer. 32 covers 99.6 % of
+    # the in-scope development messages (p95 19-21 words, longest 34) and leaves out 97 % of τ-bench's requests
+    # (median 69 words); chosen on development messages and cost only (README "A stronger encoder").
+    max_words: int = MAX_WORDS
 
 
 @dataclass
@@ -49,15 +56,21 @@ class Cascade:
     index: HybridIndex
     params: CascadeParams
 
-    def unsure(self, scored: list[AnswerScore]) -> bool:
+    def unsure(self, query: str, scored: list[AnswerScore]) -> bool:
+        """Worth the stronger encoder: a short enough message whose plausible top two answers are close."""
         return (len(scored) >= 2 and scored[0].score >= self.params.floor
-                and scored[0].score - scored[1].score < self.params.margin)
+                and scored[0].score - scored[1].score < self.params.margin
+                and within_words(query, self.params.max_words))
 
     def refine(self, query: str, scored: list[AnswerScore], k: int) -> list[AnswerScore]:
         """``scored`` (the primary space's best answers, at least two, best first) fused with the stronger space's
         scores of the same message; best ``k``."""
         refined = self.index.search(query, self.encoder.encode_query(query), k=max(k, POOL))
         return fuse(scored, refined, self.params.weight)[:k]
+
+
+def within_words(query: str, max_words: int) -> bool:
+    return max_words <= 0 or len(query.split()) <= max_words
 
 
 def fuse(primary: list[AnswerScore], refined: list[AnswerScore], weight: float) -> list[AnswerScore]:

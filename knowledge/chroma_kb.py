@@ -146,7 +146,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
                              f"{self.encoder_for(query).name}, got shape {np.shape(vector)}")
         cascade = snap.cascade if index is snap.index else None
         scored = index.search(query, vector, k=max(k, POOL) if cascade else k, evidence=evidence)
-        if cascade is not None and cascade.unsure(scored):
+        if cascade is not None and cascade.unsure(query, scored):
             scored = cascade.refine(query, scored, k)
             if evidence is not None:
                 evidence["cascade"] = 1.0  # logged with the scores; the router reads only its own inputs

@@ -6,6 +6,9 @@ The cascade's second forward pass runs inside the retrieve stage, which the benc
 overhead"; so both are printed: overhead (guard, cache, rules, embed, score) and overhead plus retrieve.
 
     .venv/bin/python scripts/cascade_overhead.py [--rounds 2] [--quick] [--out reports/cascade_overhead.json]
+
+``--lengths`` instead times one forward pass of each served encoder by message length (τ-bench requests cut to
+8 … 128 words, the encoders taking turns, 1 thread as served): what ``CascadeParams.max_words`` trades.
 """
 
 from __future__ import annotations
@@ -52,15 +55,53 @@ def measure(cascade: bool, work: Path, sizes) -> dict:
                     kb.cascade_encoder.backend if kb.cascade_encoder else None)}}
 
 
+LENGTHS = (8, 16, 24, 32, 48, 64, 128)
+
+
+def cost_by_length(reps: int = 15) -> dict:
+    """Encode time (ms, median and p95 over ``reps`` messages) of MiniLM and mpnet, by message length in words."""
+    import time
+
+    import numpy as np
+
+    from chains.runtime import serving
+    from core.encoders import load_encoder
+    from core.settings import get_settings
+    from offline import datasets as ds
+
+    settings = get_settings()
+    encoders = {name: serving(load_encoder(name, settings=settings)) for name in ("minilm", "mpnet")}
+    words = [w for q in ds.tau_bench(("test",)) for w in q.text.split()]
+    table: dict = {}
+    for length in LENGTHS:
+        times: dict[str, list[float]] = {name: [] for name in encoders}
+        for rep in range(reps):
+            text = " ".join(words[rep * length: (rep + 1) * length])  # a different text each time: no memo hit
+            for name, encoder in encoders.items():
+                started = time.perf_counter()
+                encoder.encode_query(f"{name} {text}")
+                times[name].append(1000 * (time.perf_counter() - started))
+        table[length] = {name: {"p50": round(float(np.median(t)), 1), "p95": round(float(np.percentile(t, 95)), 1)}
+                         for name, t in times.items()}
+        print(length, json.dumps(table[length]))
+    return {name: encoder.backend for name, encoder in encoders.items()} | {"ms_by_words": table}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--lengths", action="store_true", help="time each encoder by message length instead")
     parser.add_argument("--out", type=Path, default=Path("reports/cascade_overhead.json"))
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from bench.common import FULL, QUICK
 
+    if args.lengths:
+        report = {"date": date.today().isoformat(), "load_average": os.getloadavg(), **cost_by_length()}
+        out = args.out.with_name("cascade_cost_by_length.json")
+        out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        return
     runs = []
     for round_ in range(args.rounds):
         for cascade in (False, True):

@@ -3,8 +3,9 @@ and (where the server is vLLM) its own queue and KV-cache figures from ``/metric
 
 ``load`` in [0, 1] is the most saturated of five signals, because any one of them alone makes users
 wait: our calls in flight or queued vs ``llm_max_in_flight``; requests waiting inside vLLM; KV-cache
-usage; recent latency vs the tier's typical latency; and an engine too busy to answer ``/metrics`` at all. :class:`OverloadGate` turns that number into
-an on/off decision with hysteresis so the app does not flap between LLM and small tier.
+usage; recent latency vs the tier's typical latency; and an engine too busy to answer ``/metrics`` at all.
+:class:`OverloadGate` turns that number into an on/off decision with hysteresis so the app does not flap between
+LLM and small tier.
 """
 
 from __future__ import annotations

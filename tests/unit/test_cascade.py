@@ -39,12 +39,21 @@ def test_weight_one_keeps_the_primary_order_and_an_empty_refined_list_changes_no
 
 def test_only_a_top_two_gap_under_the_margin_is_unsure():
     cascade = Cascade(encoder=None, index=None, params=CascadeParams(margin=0.05, weight=0.4))  # type: ignore[arg-type]
-    assert cascade.unsure(scores(("a", 0.70), ("b", 0.66)))
-    assert not cascade.unsure(scores(("a", 0.70), ("b", 0.64)))
-    assert not cascade.unsure(scores(("a", 0.70)))
+    assert cascade.unsure("where is my parcel", scores(("a", 0.70), ("b", 0.66)))
+    assert not cascade.unsure("where is my parcel", scores(("a", 0.70), ("b", 0.64)))
+    assert not cascade.unsure("where is my parcel", scores(("a", 0.70)))
 
 
 def test_a_top_answer_under_the_floor_is_out_of_scope_whatever_its_margin_and_is_not_escalated():
     cascade = Cascade(encoder=None, index=None, params=CascadeParams(margin=0.05, floor=0.3))  # type: ignore[arg-type]
-    assert not cascade.unsure(scores(("a", 0.29), ("b", 0.28)))
-    assert cascade.unsure(scores(("a", 0.31), ("b", 0.30)))
+    assert not cascade.unsure("where is my parcel", scores(("a", 0.29), ("b", 0.28)))
+    assert cascade.unsure("where is my parcel", scores(("a", 0.31), ("b", 0.30)))
+
+
+def test_a_message_over_the_word_cap_is_not_escalated_however_close_its_answers():
+    cascade = Cascade(encoder=None, index=None, params=CascadeParams(margin=0.05, max_words=5))  # type: ignore[arg-type]
+    close = scores(("a", 0.70), ("b", 0.69))
+    assert cascade.unsure("where is my parcel now", close)  # 5 words
+    assert not cascade.unsure("where is my parcel right now", close)  # 6 words
+    uncapped = Cascade(encoder=None, index=None, params=CascadeParams(margin=0.05, max_words=0))  # type: ignore[arg-type]
+    assert uncapped.unsure(" ".join(["word"] * 200), close)
