@@ -68,12 +68,19 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     from knowledge.chroma_kb import ChromaKnowledgeBase
 
     languages = {"zh": serving(load_encoder(settings.zh_encoder, settings=settings))} if settings.zh_encoder else {}
-    cascade = serving(load_encoder(settings.cascade_encoder, settings=settings)) if settings.cascade_encoder else None
+    cascade = cascade_encoder(settings, settings.cascade_encoder) if settings.cascade_encoder else None
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
                                params=FusionParams(starter_examples=settings.kb_starter_examples),
                                encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings=settings)),
                                language_encoders=languages, cascade_encoder=cascade)
+
+
+def cascade_encoder(settings: Settings, name: str) -> Encoder:
+    """The cascade's stronger encoder as served. Its pass is rare and on the critical path of the message that asks
+    for it, so it has its own thread count (TANDEM_CASCADE_THREADS) for its ONNX session. (Served by torch, before
+    `tandem models prepare` exported it, the count is torch's process-wide one, as TANDEM_TORCH_THREADS is.)"""
+    return serving(load_encoder(name, settings=settings.model_copy(update={"torch_threads": settings.cascade_threads})))
 
 
 def serving(encoder: Encoder) -> Encoder:

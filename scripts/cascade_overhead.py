@@ -5,10 +5,10 @@ the served encoders (MiniLM and mpnet from their ONNX exports, `TANDEM_CASCADE_E
 The cascade's second forward pass runs inside the retrieve stage, which the bench reports apart from "routing
 overhead"; so both are printed: overhead (guard, cache, rules, embed, score) and overhead plus retrieve.
 
-    .venv/bin/python scripts/cascade_overhead.py [--rounds 2] [--quick] [--out reports/cascade_overhead.json]
+    .venv/bin/python -m scripts.cascade_overhead [--rounds 2] [--quick] [--out reports/cascade_overhead.json]
 
 ``--lengths`` instead times one forward pass of each served encoder by message length (τ-bench requests cut to
-8 … 128 words, the encoders taking turns, 1 thread as served): what ``CascadeParams.max_words`` trades.
+8 … 128 words, the encoders taking turns, threads as served): what ``CascadeParams.max_words`` trades.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 def measure(cascade: bool, work: Path, sizes) -> dict:
     from bench import routing
-    from chains.runtime import build_runtime, serving
+    from chains.runtime import build_runtime, cascade_encoder, serving
     from core.encoders import load_encoder
     from core.settings import get_settings
     from knowledge.chroma_kb import ChromaKnowledgeBase
@@ -31,7 +31,8 @@ def measure(cascade: bool, work: Path, sizes) -> dict:
     from storage.db import open_database
 
     settings = get_settings()
-    encoders = {name: serving(load_encoder(name, settings=settings)) for name in ("minilm", "e5", "mpnet")}
+    encoders = {name: serving(load_encoder(name, settings=settings)) for name in ("minilm", "e5")}
+    encoders["mpnet"] = cascade_encoder(settings, "mpnet")
     for encoder in encoders.values():  # the query memo would hand the second run its vectors for free
         encoder._memo.cache_clear()
     kb = ChromaKnowledgeBase(encoders["minilm"], path=work / "chroma", language_encoders={"zh": encoders["e5"]},
@@ -64,13 +65,13 @@ def cost_by_length(reps: int = 15) -> dict:
 
     import numpy as np
 
-    from chains.runtime import serving
+    from chains.runtime import cascade_encoder, serving
     from core.encoders import load_encoder
     from core.settings import get_settings
     from offline import datasets as ds
 
     settings = get_settings()
-    encoders = {name: serving(load_encoder(name, settings=settings)) for name in ("minilm", "mpnet")}
+    encoders = {"minilm": serving(load_encoder("minilm", settings=settings)), "mpnet": cascade_encoder(settings, "mpnet")}
     words = [w for q in ds.tau_bench(("test",)) for w in q.text.split()]
     table: dict = {}
     for length in LENGTHS:

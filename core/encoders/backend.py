@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
-from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, OnnxEncoder
+from core.encoders.onnx import BACKEND_FILES, EXPORT_FILE, OnnxEncoder
 from core.encoders.transformer import TransformerEncoder
 
 
@@ -30,9 +30,8 @@ def serving_encoder(folder: Path, name: str, home: Path, wanted: str = "auto", t
         except ValueError:
             record = {}
     current = record.get("version") == folder_version(folder)  # an export of older weights does not count
-    if wanted in ("auto", "onnx", "onnx-int8") and current:
-        file = INT8_FILE if (wanted == "onnx-int8" or (wanted == "auto" and record.get("chosen") == "onnx-int8")) \
-            else ONNX_FILE
+    if (wanted == "auto" or wanted in BACKEND_FILES) and current:
+        file = BACKEND_FILES.get(record.get("chosen", "") if wanted == "auto" else wanted, BACKEND_FILES["onnx"])
         if (exported / file).is_file():
             return OnnxEncoder(exported, name, file, folder_version(folder), threads)
     encoder = TransformerEncoder(folder, name, threads)

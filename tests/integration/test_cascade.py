@@ -90,7 +90,9 @@ def test_the_setting_gives_the_served_kb_its_cascade_with_the_shipped_margin_and
     kb = open_kb(configured, load_encoder("minilm", settings=configured))
     kb.ingest(files, progress=False)
     assert kb._snap.cascade is not None and kb._snap.cascade.encoder.name == "mpnet"
-    assert kb._snap.cascade.params == CascadeParams()
+    assert kb._snap.cascade.params == CascadeParams() and CascadeParams().max_words == 32
+    assert kb._snap.cascade.encoder.threads == configured.cascade_threads == 2  # its own threads, not the primary's
+    assert kb.encoder.threads == configured.torch_threads == 1
     default = settings.model_copy(update={"kb_collection": "cascade_setting_kb"})
     assert default.cascade_encoder == ""  # off by default
     assert open_kb(default, load_encoder("minilm", settings=default))._snap.cascade is None
