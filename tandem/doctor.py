@@ -63,9 +63,12 @@ def run_doctor(load: bool = True) -> int:
         healthy &= _check(f"encoder {settings.encoder}",
                           lambda: _encoder_line(encoders.load_encoder(settings.encoder, settings=settings)))
         if settings.cascade_encoder:  # asked only when the first encoder is unsure (knowledge.cascade)
+            from chains.runtime import cascade_encoder
+            from knowledge.cascade import CascadeParams
+
             healthy &= _check(f"cascade encoder {settings.cascade_encoder}", lambda: _encoder_line(
-                encoders.load_encoder(settings.cascade_encoder, settings=settings)) + ", asked when the top two "
-                "answers are close")
+                cascade_encoder(settings, settings.cascade_encoder)) + f", asked when the top two answers are close "
+                f"and the message has at most {CascadeParams().max_words} words")
         else:
             print("  --   cascade encoder: off (TANDEM_CASCADE_ENCODER=mpnet asks a stronger one when unsure)")
         healthy &= _check(f"load {local.name}", lambda: _generate_once(local, settings.models_dir))
@@ -90,7 +93,8 @@ def _installed(problem: str, where: str) -> str:
 def _encoder_line(encoder) -> str:
     """Which encoder serves, and on what: the ONNX export when its accuracy gate chose it, else torch."""
     served = encoder.describe()
-    line = f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by {served['backend']}"
+    line = (f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by "
+            f"{served['backend']} on {encoder.threads} thread{'s' if encoder.threads > 1 else ''}")
     return line + (f" ({served['problem']})" if served.get("problem") else "")
 
 
