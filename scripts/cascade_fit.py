@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from core.settings import get_settings
-from knowledge.cascade import POOL, fuse
+from knowledge.cascade import MAX_WORDS, POOL, fuse, within_words
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from offline import datasets as ds
 from offline.datasets import Query
@@ -55,7 +55,7 @@ def searched(kb: ChromaKnowledgeBase, queries: list[Query]) -> list[dict]:
         refined = snap.cascade.index.search(text, snap.cascade.encoder.encode_query(text), k=POOL)
         rows.append({"gold": q.answer_id, "in_scope": not q.needs_llm, "primary": primary, "refined": refined,
                      "margin": primary[0].score - primary[1].score if len(primary) > 1 else 1.0,
-                     "top": primary[0].score})
+                     "top": primary[0].score, "short": within_words(text, MAX_WORDS)})
     return rows
 
 
@@ -63,7 +63,7 @@ def outcome(rows: list[dict], margin: float, weight: float, floor: float = 0.0) 
     """In-scope top-1 and the share of all messages escalated, with the cascade at (margin, weight, floor)."""
     right, escalated = [], []
     for row in rows:
-        escalate = row["margin"] < margin and row["top"] >= floor
+        escalate = row["margin"] < margin and row["top"] >= floor and row.get("short", True)
         top = fuse(row["primary"], row["refined"], weight)[0] if escalate else row["primary"][0]
         escalated.append(escalate)
         if row["in_scope"]:
@@ -78,6 +78,7 @@ def choose(rows: list[dict], max_escalation: float) -> tuple[float, float, float
     in_scope = np.array([r["in_scope"] for r in rows])
     margins = np.array([r["margin"] for r in rows])
     tops = np.array([r["top"] for r in rows])
+    short = np.array([r.get("short", True) for r in rows])  # over the word cap: never escalated (as served)
     primary_right = np.array([r["primary"][0].answer_id == r["gold"] for r in rows])
     best: tuple | None = None
     for weight in WEIGHTS:
@@ -85,7 +86,7 @@ def choose(rows: list[dict], max_escalation: float) -> tuple[float, float, float
                                 for r in rows])
         for floor in FLOORS:
             for margin in sorted({0.0, *np.round(margins, 4).tolist()}):
-                escalate = (margins < margin) & (tops >= floor)
+                escalate = (margins < margin) & (tops >= floor) & short
                 share = float(escalate.mean())
                 if share > max_escalation:
                     break
