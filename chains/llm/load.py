@@ -3,7 +3,8 @@ and (where the server is vLLM) its own queue and KV-cache figures from ``/metric
 
 ``load`` in [0, 1] is the most saturated of five signals, because any one of them alone makes users
 wait: our calls in flight or queued vs ``llm_max_in_flight``; requests waiting inside vLLM; KV-cache
-usage; recent latency vs the tier's typical latency; and an engine too busy to answer ``/metrics`` at all.
+usage; recent latency vs the tier's typical latency; and an engine with a queue that became too busy to answer
+``/metrics`` at all.
 :class:`OverloadGate` turns that number into an on/off decision with hysteresis so the app does not flap between
 LLM and small tier.
 """
@@ -109,9 +110,12 @@ class MetricsPoller:
             return self.latest
 
     def unresponsive(self) -> bool:
-        """True while the most recent poll, within the staleness window, timed out."""
+        """True while the most recent poll, within the staleness window, timed out after a reading that showed
+        requests waiting: a queue that was building and then went silent. A timeout alone is not enough, since on
+        a small machine one long generation can delay /metrics too, and that engine still takes new requests."""
         with self._lock:
-            return self.timed_out_at is not None and self._clock() - self.timed_out_at <= METRICS_STALE_S
+            return (self.timed_out_at is not None and self._clock() - self.timed_out_at <= METRICS_STALE_S
+                    and self.latest is not None and (self.latest.waiting or 0) > 0)
 
     def close(self) -> None:
         self._stop.set()
@@ -124,7 +128,8 @@ class MetricsPoller:
         except httpx.TimeoutException:
             # Reachable but too busy to answer: a saturated engine on a small machine does this, and then its
             # last reading goes stale. Without this the gate went blind and let traffic into the queue it could
-            # not see (a CI load test: the message waited for the LLM timeout instead of degrading).
+            # not see (a CI load test: the message waited for the LLM timeout instead of degrading). See
+            # unresponsive() for when it counts.
             with self._lock:
                 self.timed_out_at = self._clock()
             return
