@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     cascade_encoder: str = Field("", description="A stronger English encoder asked only when the first one's top two "
                                  "answers are close (a cascade): mpnet (all-mpnet-base-v2; every KB record is embedded "
                                  "by it too, about a minute for the demo KB, and an unsure message of at most 32 words "
-                                 "pays one more forward pass: held-out top-1 0.853 -> 0.878 on Bitext, 0.813 -> 0.875 on "
+                                 "pays one more forward pass: held-out top-1 0.853 -> 0.874 on Bitext, 0.813 -> 0.875 on "
                                  "the demo shop); empty: off, the default. See README, A stronger encoder.")
     cascade_threads: int = Field(2, ge=1, le=64, description="Threads of the cascade encoder's forward pass. It runs "
                                  "for an unsure message only and sets that message's routing time: 2 threads took "
