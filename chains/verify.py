@@ -147,7 +147,7 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
     for kind, pattern in (("echo", _ECHO), ("narration", _NARRATION)):
         if match := pattern.search(text):
             found.append(Defect(kind, match.group(0).strip()))
-    if parroted := _parroted(text, message):
+    if parroted := _parroted(text, message) or _restated(text, message):
         found.append(Defect("echo", parroted))
     if answerable and (match := _REFUSAL.search(text)):
         found.append(Defect("refusal", match.group(0)))
@@ -205,6 +205,25 @@ def _parroted(answer: str, message: str, run: int = 8) -> str:
         if piece in answer_words:
             return piece
     return ""
+
+
+# An answer that opens with yes or no answers the question even when the rest repeats it ("Yes, expedited shipping
+# is faster than standard.").
+_VERDICT = re.compile(r"^\W*(?:yes|no|yep|nope|correct|right|exactly|absolutely|unfortunately|not)\b|^\W*(?:是|不|对|没有)",
+                      re.IGNORECASE)
+
+
+def _restated(answer: str, message: str) -> str:
+    """The question said back as a statement, or "": an answer to a question whose content words (three or more)
+    are all the customer's own and that opens with no yes or no. "Expedited shipping is more reliable than standard
+    or just faster." for "is expedited shipping actually more reliable than standard or just faster" (make eval,
+    2026-12-05) repeats seven words in a row, one short of :func:`_parroted`'s run, and tells the customer nothing."""
+    body = without_citations(answer).strip()
+    if not _QUESTION.search(message) or _VERDICT.search(body):
+        return ""
+    said = {_stem(w) for w in _content_words(body)}
+    asked = {_stem(w) for w in _content_words(message)}
+    return body[:80] if len(said) >= MIN_CONTENT_WORDS and said <= asked else ""
 
 
 _CITATIONS = re.compile(r"\n\s*(?:" + "|".join(re.escape(label) for label in SOURCES_LABEL.values()) + ")")

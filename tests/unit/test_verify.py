@@ -181,3 +181,17 @@ def test_only_the_stand_in_words_the_check_wrote_ground_an_answer():
     assert stand_ins == [STAND_INS["email"]]
     written = f"If you have any questions about an order, please contact {STAND_INS['email']}."
     assert "ungrounded" not in {d.kind for d in defects(written, message=message, context=[cancel, *stand_ins])}
+
+
+def test_a_question_said_back_as_a_statement_is_an_echo_and_a_yes_or_a_real_answer_is_not():
+    message = "is expedited shipping actually more reliable than standard or just faster"  # make eval, 2026-12-05
+    assert "echo" in {d.kind for d in defects("Expedited shipping is more reliable than standard or just faster.",
+                                              message=message)}
+    assert "echo" in {d.kind for d in defects("The wool duvet is warmer.", message="which is warmer, the wool duvet "
+                                              "or the cotton one")}
+    assert "echo" not in {d.kind for d in defects("Yes, expedited shipping is more reliable than standard.",
+                                                  message=message)}
+    assert "echo" not in {d.kind for d in defects("Expedited ships the next day; standard takes 3-5 business days.",
+                                                  message=message)}
+    assert "echo" not in {d.kind for d in defects("Expedited shipping is more reliable than standard.",
+                                                  message="Expedited shipping is more reliable than standard.")}
