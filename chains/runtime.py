@@ -23,7 +23,7 @@ from chains.rules import RuleBook
 from chains.schema import PREPARE_CHANNEL
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
-from core.encoders import BatchingEncoder, Encoder, load_encoder
+from core.encoders import BatchingEncoder, Encoder, load_encoder, threads_are_its_own
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
@@ -78,9 +78,11 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
 
 def cascade_encoder(settings: Settings, name: str) -> Encoder:
     """The cascade's stronger encoder as served. Its pass is rare and on the critical path of the message that asks
-    for it, so it has its own thread count (TANDEM_CASCADE_THREADS) for its ONNX session. (Served by torch, before
-    `tandem models prepare` exported it, the count is torch's process-wide one, as TANDEM_TORCH_THREADS is.)"""
-    return serving(load_encoder(name, settings=settings.model_copy(update={"torch_threads": settings.cascade_threads})))
+    for it, so its ONNX session gets threads of its own (TANDEM_CASCADE_THREADS). Served by torch (before `tandem
+    models prepare` exported it) it keeps TANDEM_TORCH_THREADS: torch's count is process-wide, and more would change
+    the primary encoder's too."""
+    threads = settings.cascade_threads if threads_are_its_own(name, settings) else settings.torch_threads
+    return serving(load_encoder(name, settings=settings.model_copy(update={"torch_threads": threads})))
 
 
 def serving(encoder: Encoder) -> Encoder:

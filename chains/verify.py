@@ -211,19 +211,26 @@ def _parroted(answer: str, message: str, run: int = 8) -> str:
 # is faster than standard.").
 _VERDICT = re.compile(r"^\W*(?:yes|no|yep|nope|correct|right|exactly|absolutely|unfortunately|not)\b|^\W*(?:是|不|对|没有)",
                       re.IGNORECASE)
+_CHOICE = re.compile(r"\bor\b|还是|或者", re.IGNORECASE)
+RESTATED_RUN = 6  # words of the question repeated in order
 
 
 def _restated(answer: str, message: str) -> str:
-    """The question said back as a statement, or "": an answer to a question whose content words (three or more)
-    are all the customer's own and that opens with no yes or no. "Expedited shipping is more reliable than standard
-    or just faster." for "is expedited shipping actually more reliable than standard or just faster" (make eval,
-    2026-12-05) repeats seven words in a row, one short of :func:`_parroted`'s run, and tells the customer nothing."""
+    """The question said back as a statement, or "". All of the answer's content words (three or more) are the
+    customer's own, it opens with no yes or no, and it either repeats ``RESTATED_RUN`` of the question's words in
+    order or keeps both sides of a choice ("X or Y"). "Expedited shipping is more reliable than standard or just
+    faster." for "is expedited shipping actually more reliable than standard or just faster" (make eval, 2026-12-05)
+    repeats seven words, one short of :func:`_parroted`'s run, and tells the customer nothing. A yes or no said as a
+    whole sentence answers ("You can return sale items in any of our stores.", "We don't ship to Canada on
+    weekends.", "The cotton shirt is machine washable."): short runs, one side of the choice."""
     body = without_citations(answer).strip()
     if not _QUESTION.search(message) or _VERDICT.search(body):
         return ""
     said = {_stem(w) for w in _content_words(body)}
-    asked = {_stem(w) for w in _content_words(message)}
-    return body[:80] if len(said) >= MIN_CONTENT_WORDS and said <= asked else ""
+    if len(said) < MIN_CONTENT_WORDS or not said <= {_stem(w) for w in _content_words(message)}:
+        return ""
+    both_sides = bool(_CHOICE.search(message) and _CHOICE.search(body))
+    return body[:80] if both_sides or _parroted(body, message, run=RESTATED_RUN) else ""
 
 
 _CITATIONS = re.compile(r"\n\s*(?:" + "|".join(re.escape(label) for label in SOURCES_LABEL.values()) + ")")

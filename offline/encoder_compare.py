@@ -128,12 +128,13 @@ def choose(minilm: np.ndarray, mpnet: np.ndarray, gold: np.ndarray, max_escalati
 # --- encoders and their scores ----------------------------------------------------------------------------------
 def onnx_fp32(folder: Path, name: str, settings: Settings, gate_texts: Sequence[str], gate_labels: Sequence[str]) -> OnnxEncoder:
     """The folder's ONNX fp32 export where serving looks for it (exported and gated once when missing)."""
-    from offline.encoder_export import export_and_gate
+    from offline.encoder_export import WEIGHT_ONLY_CANDIDATES, export_and_gate
 
     out = export_dir(folder, settings.home)
     record = json.loads((out / EXPORT_FILE).read_text()) if (out / EXPORT_FILE).is_file() else {}
     if record.get("version") != folder_version(folder) or not (out / ONNX_FILE).is_file():
-        export_and_gate(folder, out, gate_texts, gate_labels, log=lambda line: None)
+        export_and_gate(folder, out, gate_texts, gate_labels, log=lambda line: None,
+                        weight_only=name in WEIGHT_ONLY_CANDIDATES)
     return OnnxEncoder(out, name, ONNX_FILE, folder_version(folder), settings.torch_threads)
 
 

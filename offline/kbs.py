@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from chains.runtime import cascade_encoder as served_cascade_encoder
 from core.encoders import Encoder, TransformerEncoder, load_encoder
 from core.settings import get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
@@ -23,7 +22,11 @@ def cascade_encoder() -> Encoder | None:
     """The stronger encoder the product asks when unsure (TANDEM_CASCADE_ENCODER, knowledge.cascade), or None: the
     KBs that train and evaluate the router are built as the product builds its own."""
     settings = get_settings()
-    return served_cascade_encoder(settings, settings.cascade_encoder) if settings.cascade_encoder else None
+    if not settings.cascade_encoder:
+        return None
+    from chains.runtime import cascade_encoder as served  # the serving stack, only when a cascade is asked for
+
+    return served(settings, settings.cascade_encoder)
 
 
 def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool = True, id_column: str = "answer_id",

@@ -47,12 +47,6 @@ def models_prepare(force: bool = typer.Option(False, help="Convert and export ag
         typer.echo(f"mpnet {export_base_encoder(settings, force, 'mpnet')}")
 
 
-# Encoders offered 8-bit weights with fp32 activations (offline/encoder_export.py): mpnet, whose full int8 fails the
-# gate. MiniLM would gain too (6.7 -> 4.6 ms a message, cosine 0.9997, measured 2026-12-06), but every routing figure
-# rests on its vectors: that switch waits for a re-run of `make eval` (README, A stronger encoder).
-WEIGHT_ONLY_CANDIDATES = frozenset({"mpnet"})
-
-
 def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> str:
     """A base encoder (the registry's ``minilm`` or ``mpnet``) exported to ONNX (once; `--force` again), gated on
     the demo KB's questions."""
@@ -62,7 +56,7 @@ def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> 
     from core.encoders import EXPORT_FILE, export_dir, folder_version
     from core.model_files import model_path
     from knowledge.demo_kb import DEMO_DIR
-    from offline.encoder_export import export_and_gate
+    from offline.encoder_export import WEIGHT_ONLY_CANDIDATES, export_and_gate
 
     folder = model_path(name, settings.models_dir)
     out = export_dir(folder, settings.home)

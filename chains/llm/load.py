@@ -125,8 +125,8 @@ class MetricsPoller:
 
         try:
             response = httpx.get(self.url, timeout=self.timeout_s)
-        except httpx.TimeoutException:
-            # Reachable but too busy to answer: a saturated engine on a small machine does this, and then its
+        except httpx.ReadTimeout:
+            # Connected, but too busy to answer: a saturated engine on a small machine does this, and then its
             # last reading goes stale. Without this the gate went blind and let traffic into the queue it could
             # not see (a CI load test: the message waited for the LLM timeout instead of degrading). See
             # unresponsive() for when it counts.

@@ -18,6 +18,7 @@ from core.encoders.cache import (
     load_encoder,
     resolve,
     set_active_tuned_folder,
+    threads_are_its_own,
 )
 from core.encoders.e5 import E5Encoder
 from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, W8_FILE, OnnxEncoder, cpu_has_vnni
@@ -28,5 +29,5 @@ __all__ = [
     "BatchingEncoder",
     "E5Encoder", "Encoder", "OnnxEncoder", "TransformerEncoder", "active_tuned_folder", "cpu_has_vnni",
     "embedded_by_length", "encoders_dir", "export_dir", "folder_version", "load_encoder", "mean_pooled", "resolve",
-    "serving_encoder", "set_active_tuned_folder",
+    "serving_encoder", "set_active_tuned_folder", "threads_are_its_own",
 ]

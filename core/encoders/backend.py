@@ -19,9 +19,12 @@ def export_dir(folder: Path, home: Path) -> Path:
     return home / "models" / f"{folder.parent.name}-onnx"
 
 
-def serving_encoder(folder: Path, name: str, home: Path, wanted: str = "auto", threads: int = 1) -> Encoder:
-    """The backend ``wanted`` (TANDEM_ENCODER_BACKEND) asks for: auto serves what the export's gate chose, else
-    torch; ``threads`` per call (TANDEM_TORCH_THREADS)."""
+def exported_file(folder: Path, home: Path, wanted: str = "auto") -> tuple[Path | None, str]:
+    """The ONNX file that serves ``folder`` for ``wanted`` (TANDEM_ENCODER_BACKEND), or None where torch does; and a
+    problem to report, or "". auto serves what the export's gate chose. A quantization asked for by name that this
+    export lacks (8-bit weights are made for mpnet only) falls back to the exact fp32 export, not to torch."""
+    if wanted != "auto" and wanted not in BACKEND_FILES:
+        return None, ""
     exported = export_dir(folder, home)
     record: dict[str, Any] = {}
     if (exported / EXPORT_FILE).is_file():
@@ -29,12 +32,22 @@ def serving_encoder(folder: Path, name: str, home: Path, wanted: str = "auto", t
             record = json.loads((exported / EXPORT_FILE).read_text())
         except ValueError:
             record = {}
-    current = record.get("version") == folder_version(folder)  # an export of older weights does not count
-    if (wanted == "auto" or wanted in BACKEND_FILES) and current:
-        file = BACKEND_FILES.get(record.get("chosen", "") if wanted == "auto" else wanted, BACKEND_FILES["onnx"])
-        if (exported / file).is_file():
-            return OnnxEncoder(exported, name, file, folder_version(folder), threads)
-    encoder = TransformerEncoder(folder, name, threads)
-    if wanted != "torch" and wanted != "auto":
-        encoder.problem = f"no current ONNX export of {folder.name}; serving torch. Fix: `tandem models prepare`"
+    if record.get("version") != folder_version(folder):  # an export of older weights does not count
+        return None, "" if wanted == "auto" else (f"no current ONNX export of {folder.name}; serving torch. "
+                                                  "Fix: `tandem models prepare`")
+    backend = record.get("chosen", "onnx") if wanted == "auto" else wanted
+    file = exported / BACKEND_FILES.get(backend, BACKEND_FILES["onnx"])
+    if file.is_file():
+        return file, ""
+    fp32 = exported / BACKEND_FILES["onnx"]
+    return (fp32 if fp32.is_file() else None), f"the export of {folder.name} has no {backend}; serving the next best"
+
+
+def serving_encoder(folder: Path, name: str, home: Path, wanted: str = "auto", threads: int = 1) -> Encoder:
+    """The backend ``wanted`` (TANDEM_ENCODER_BACKEND) asks for (:func:`exported_file`), else torch; ``threads`` per
+    call (TANDEM_TORCH_THREADS)."""
+    file, problem = exported_file(folder, home, wanted)
+    encoder: Encoder = (OnnxEncoder(file.parent, name, file.name, folder_version(folder), threads) if file is not None
+                        else TransformerEncoder(folder, name, threads))
+    encoder.problem = problem
     return encoder

@@ -45,7 +45,7 @@ class OnnxEncoder(Encoder):
         self.threads = threads
         self._session = ort.InferenceSession(str(folder / file), options, providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.name, self.version, self.backend = name, version, {f: b for b, f in BACKEND_FILES.items()}[file]
+        self.name, self.version, self.backend = name, version, {f: b for b, f in BACKEND_FILES.items()}.get(file, "onnx")
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
         # What the graph takes: MiniLM (BERT) also takes token_type_ids; MPNet has none, and feeding it fails.
         self._inputs = [i.name for i in self._session.get_inputs()]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chains.runtime import open_kb
-from core.encoders import load_encoder
+from core.encoders import load_encoder, threads_are_its_own
 from knowledge.cascade import CascadeParams
 from knowledge.chroma_kb import CASCADE, ChromaKnowledgeBase
 from knowledge.ingest import QuestionRow
@@ -91,8 +91,11 @@ def test_the_setting_gives_the_served_kb_its_cascade_with_the_shipped_margin_and
     kb.ingest(files, progress=False)
     assert kb._snap.cascade is not None and kb._snap.cascade.encoder.name == "mpnet"
     assert kb._snap.cascade.params == CascadeParams() and CascadeParams().max_words == 32
-    assert kb._snap.cascade.encoder.threads == configured.cascade_threads == 2  # its own threads, not the primary's
-    assert kb.encoder.threads == configured.torch_threads == 1
+    served, own = kb._snap.cascade.encoder, threads_are_its_own("mpnet", configured)
+    assert own == served.backend.startswith("onnx")  # exported: an ONNX session whose threads are its own
+    # more threads only where they are its own; torch's count is process-wide and stays the primary encoder's
+    assert served.threads == (configured.cascade_threads if own else configured.torch_threads)
+    assert kb.encoder.threads == configured.torch_threads == 1 and configured.cascade_threads == 2
     default = settings.model_copy(update={"kb_collection": "cascade_setting_kb"})
     assert default.cascade_encoder == ""  # off by default
     assert open_kb(default, load_encoder("minilm", settings=default))._snap.cascade is None

@@ -4,6 +4,7 @@ spaces: a Chinese message is searched with e5, an answer is given in the custome
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,20 +49,33 @@ def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
         assert float(np.abs(together - alone).max()) < 1e-5, model.describe()
 
 
-def test_onnx_export_matches_torch_and_the_gate_chooses(tmp_path):
+def test_onnx_export_matches_torch_the_gate_chooses_and_a_missing_quantization_falls_back_to_fp32_onnx(tmp_path):
+    import shutil
+
+    from core.encoders import W8_FILE, export_dir, serving_encoder
     from core.model_files import minilm_path
     from offline.encoder_export import export_and_gate
 
     folder = minilm_path()
+    out = export_dir(folder, tmp_path)  # where serving looks for it, with tmp_path as the data directory
     texts = ["how do I track my order", "where is my parcel", "reset my password", "forgot my login",
              "refund please", "money back for a broken kettle"] * 5
     labels = ["track", "track", "password", "password", "refund", "refund"] * 5
-    record = export_and_gate(folder, tmp_path / "onnx", texts, labels, log=lambda line: None)
+    out.mkdir(parents=True)
+    shutil.copy(Path(__file__), out / W8_FILE)  # a candidate left by an earlier export must not survive this one
+    record = export_and_gate(folder, out, texts, labels, log=lambda line: None)
     assert record["fp32_min_cosine"] > 0.9999 and record["chosen"] in ("onnx", "onnx-int8")
     assert (record["chosen"] == "onnx-int8") == (record["int8_top1_agreement"] >= record["gate"])
-    exported = OnnxEncoder(tmp_path / "onnx", "minilm", "model.onnx", record["version"])
+    assert not (out / W8_FILE).exists() and "w8_top1_agreement" not in record  # MiniLM is not offered 8-bit weights
+    exported = OnnxEncoder(out, "minilm", "model.onnx", record["version"])
     torch_vectors = TransformerEncoder(folder, "minilm").encode_queries(texts[:6])
     assert float((exported.encode_queries(texts[:6]) * torch_vectors).sum(1).min()) > 0.9999
+
+    served = serving_encoder(folder, "minilm", tmp_path, "auto")
+    assert (served.backend, served.problem) == (record["chosen"], "")
+    asked = serving_encoder(folder, "minilm", tmp_path, "onnx-w8")  # a quantization this export lacks: exact ONNX
+    assert asked.backend == "onnx" and "no onnx-w8" in asked.problem
+    assert serving_encoder(folder, "minilm", tmp_path, "torch").backend == "torch"
 
 
 def test_e5_prefixes_queries_and_passages_and_is_multilingual():

@@ -170,20 +170,25 @@ def test_an_engine_whose_queue_went_silent_counts_as_saturated_until_it_answers_
         slow_metrics_server):
     tracker = LoadTracker(capacity=4, typical_latency_ms=1000)
     poller = tracker.poller = MetricsPoller(slow_metrics_server, timeout_s=5.0)  # the server answers after 1.5 s
-    poller.poll_once()  # a reading with 6 requests waiting
-    poller.timeout_s = 0.3
-    poller.poll_once()  # then no answer in time: the queue went silent
-    assert poller.unresponsive() and tracker.components()["unresponsive"] == 1.0 and tracker.load() == 1.0
-    poller.timeout_s = 5.0
-    poller.poll_once()  # it answers again: its own figures count, and the timeout no longer does
-    assert not poller.unresponsive() and "unresponsive" not in tracker.components()
+    poller.close()  # the polls below are this test's own: the background thread that components() starts exits at once
+    try:
+        poller.poll_once()  # a reading with 6 requests waiting
+        poller.timeout_s = 0.3
+        poller.poll_once()  # then no answer in time: the queue went silent
+        assert poller.unresponsive() and tracker.components()["unresponsive"] == 1.0 and tracker.load() == 1.0
+        poller.timeout_s = 5.0
+        poller.poll_once()  # it answers again: its own figures count, and the timeout no longer does
+        assert not poller.unresponsive() and "unresponsive" not in tracker.components()
 
-    idle = FIXTURE.read_text().replace('vllm:num_requests_waiting{engine="0",model_name="smollm2"} 6.0',
-                                       'vllm:num_requests_waiting{engine="0",model_name="smollm2"} 0.0')
-    poller.ingest(parse_vllm_metrics(idle))  # the last reading showed no queue ...
-    poller.timeout_s = 0.3
-    poller.poll_once()  # ... so a slow /metrics alone (one long generation on a small machine) is not saturation
-    assert poller.timed_out_at is not None and not poller.unresponsive() and "unresponsive" not in tracker.components()
+        idle = FIXTURE.read_text().replace('vllm:num_requests_waiting{engine="0",model_name="smollm2"} 6.0',
+                                           'vllm:num_requests_waiting{engine="0",model_name="smollm2"} 0.0')
+        poller.ingest(parse_vllm_metrics(idle))  # the last reading showed no queue ...
+        poller.timeout_s = 0.3
+        poller.poll_once()  # ... so a slow /metrics alone (one long generation on a small machine) is not saturation
+        assert poller.timed_out_at is not None and not poller.unresponsive()
+        assert "unresponsive" not in tracker.components()
+    finally:
+        tracker.close()
 
 
 def test_the_poll_thread_outlives_an_unexpected_error(monkeypatch):

@@ -183,15 +183,20 @@ def test_only_the_stand_in_words_the_check_wrote_ground_an_answer():
     assert "ungrounded" not in {d.kind for d in defects(written, message=message, context=[cancel, *stand_ins])}
 
 
-def test_a_question_said_back_as_a_statement_is_an_echo_and_a_yes_or_a_real_answer_is_not():
+def test_a_question_said_back_as_a_statement_is_an_echo_and_a_yes_or_no_said_in_full_is_not():
     message = "is expedited shipping actually more reliable than standard or just faster"  # make eval, 2026-12-05
     assert "echo" in {d.kind for d in defects("Expedited shipping is more reliable than standard or just faster.",
                                               message=message)}
-    assert "echo" in {d.kind for d in defects("The wool duvet is warmer.", message="which is warmer, the wool duvet "
-                                              "or the cotton one")}
-    assert "echo" not in {d.kind for d in defects("Yes, expedited shipping is more reliable than standard.",
-                                                  message=message)}
-    assert "echo" not in {d.kind for d in defects("Expedited ships the next day; standard takes 3-5 business days.",
-                                                  message=message)}
-    assert "echo" not in {d.kind for d in defects("Expedited shipping is more reliable than standard.",
-                                                  message="Expedited shipping is more reliable than standard.")}
+    assert "echo" in {d.kind for d in defects("The 2-in-1 laptop is much heavier than the regular model.",
+                                              message="is the 2-in-1 laptop much heavier than the regular model")}
+    answered = [  # (question, a whole-sentence answer made of its words): a yes, a no, one side of a choice
+        (message, "Yes, expedited shipping is more reliable than standard."),
+        ("Can I return sale items in store?", "You can return sale items in any of our stores."),
+        ("Do you ship to Canada on weekends?", "We don't ship to Canada on weekends."),
+        ("Can orders be cancelled after shipping?", "Orders can not be cancelled after shipping."),
+        ("Is the cotton shirt machine washable or hand wash only?", "The cotton shirt is machine washable."),
+        ("which is warmer, the wool duvet or the cotton one", "The wool duvet is warmer."),
+        ("可以退货吗？", "可以退货。"),
+    ]
+    for question, answer in answered:
+        assert "echo" not in {d.kind for d in defects(answer, message=question)}, answer
