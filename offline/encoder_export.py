@@ -132,6 +132,13 @@ def agreement(reference: np.ndarray, candidate: np.ndarray, labels: Sequence[str
     return agree / max(1, len(labels))
 
 
+def gate_summary(record: dict) -> str:
+    """What each quantization of an ``export.json`` record scored against the gate, in one line."""
+    scores = ", ".join(f"{short} top-1 agreement {record[f'{short}_top1_agreement']:.4f}" for short in ("int8", "w8")
+                       if f"{short}_top1_agreement" in record)
+    return f"{scores} (gate {record['gate']})"
+
+
 def export_and_gate(folder: Path, out: Path, texts: Sequence[str], labels: Sequence[str],
                     log: Callable[[str], None] = print, weight_only: bool = False) -> dict:
     """Export ``folder``, measure int8 (and with ``weight_only`` 8-bit weights) against fp32 on ``texts`` (the KB's
@@ -159,7 +166,6 @@ def export_and_gate(folder: Path, out: Path, texts: Sequence[str], labels: Seque
                    "questions": len(texts), "exported": datetime.now(UTC).isoformat(timespec="seconds"),
                    "seconds": round(time.perf_counter() - started, 1)})
     (out / EXPORT_FILE).write_text(json.dumps(record, indent=1))
-    agreements = ", ".join(f"{short} top-1 agreement {record[f'{short}_top1_agreement']:.4f}" for short in candidates)
-    log(f"ONNX export of {folder.name}: {agreements} (gate {AGREEMENT_GATE}) -> serving {record['chosen']}; "
+    log(f"ONNX export of {folder.name}: {gate_summary(record)} -> serving {record['chosen']}; "
         f"fp32 min cosine {record['fp32_min_cosine']:.5f}")
     return record

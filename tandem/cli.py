@@ -56,7 +56,7 @@ def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> 
     from core.encoders import EXPORT_FILE, export_dir, folder_version
     from core.model_files import model_path
     from knowledge.demo_kb import DEMO_DIR
-    from offline.encoder_export import WEIGHT_ONLY_CANDIDATES, export_and_gate
+    from offline.encoder_export import WEIGHT_ONLY_CANDIDATES, export_and_gate, gate_summary
 
     folder = model_path(name, settings.models_dir)
     out = export_dir(folder, settings.home)
@@ -71,9 +71,7 @@ def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> 
         rows = list(csv.DictReader(handle))
     record = export_and_gate(folder, out, [r["query"] for r in rows], [r["answer_id"] for r in rows],
                              log=lambda line: None, weight_only=weight_only)
-    gates = ", ".join(f"{short} top-1 agreement {record[f'{short}_top1_agreement']}" for short in ("int8", "w8")
-                      if f"{short}_top1_agreement" in record)
-    return f"exported to ONNX: serving {record['chosen']} ({gates}, gate {record['gate']}) at {out}"
+    return f"exported to ONNX: serving {record['chosen']} ({gate_summary(record)}) at {out}"
 
 
 @models_cli.command("list")
