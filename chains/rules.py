@@ -179,4 +179,31 @@ def _order_reply(reply: OrderReplies, order: Order, order_id: str, items: str, t
     return reply.sentence_gap.join(parts)
 
 
-TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status}
+# A message that is only courtesy (a greeting, a thank-you, a goodbye) gets a courteous reply of its own: the help
+# center has nothing to say to it, and the LLM's polite answer ("Thank you for your kind words!") grounds nothing,
+# so the answer check rightly refused it and the customer was offered a colleague for saying thanks (make demo,
+# 2026-12-06). The rule in rules.yaml decides that the whole message is courtesy; this picks which reply.
+_COURTESY_KINDS = (  # the first kind found in the message, in this order
+    ("bye", re.compile(r"\b(?:bye|goodbye|see you|that'?s all|have a (?:nice|good|great) (?:day|one))\b|再见|拜拜",
+                       re.IGNORECASE)),
+    ("thanks", re.compile(r"\b(?:thank|thanks|thx|cheers|appreciated?|helpful)\b|谢|感谢", re.IGNORECASE)),
+    ("how_are_you", re.compile(r"\bhow (?:are|r) (?:you|u)\b|\bhow'?s it going\b|\bhope you'?re well\b|你好吗|"
+                               r"过得怎么样|最近好吗", re.IGNORECASE)),
+)
+COURTESY_REPLIES = {
+    "en": {"bye": "You're welcome, and thank you for contacting us. Have a great day!",
+           "thanks": "You're welcome! Is there anything else I can help you with?",
+           "how_are_you": "I'm doing well, thank you for asking! How can I help you today?",
+           "greeting": "Hello! How can I help you today?"},
+    "zh": {"bye": "不客气，感谢您的咨询，祝您愉快！", "thanks": "不客气！还有什么可以帮您的吗？",
+           "how_are_you": "我很好，谢谢关心！请问有什么可以帮您？", "greeting": "您好！请问有什么可以帮您？"},
+}
+
+
+def courtesy(text: str, user_id: str, db: Database) -> ToolResult:
+    """The courteous reply to a greeting, a thank-you or a goodbye, in the message's language."""
+    kind = next((name for name, pattern in _COURTESY_KINDS if pattern.search(text)), "greeting")
+    return ToolResult(COURTESY_REPLIES[language_of(text)][kind], {"kind": kind})
+
+
+TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status, "courtesy": courtesy}

@@ -119,6 +119,20 @@ def test_a_message_naming_an_order_without_a_status_question_gets_the_answer_wit
     assert reply.route == "small" and reply.answer.startswith("Order NW-105390 can be cancelled")
 
 
+def test_a_greeting_or_thanks_alone_gets_a_courteous_reply_from_the_courtesy_rule_in_its_language(service):
+    from chains.rules import COURTESY_REPLIES
+
+    for text, language, kind in (("thanks so much, you've been really helpful!", "en", "thanks"),
+                                 ("hi there, how are you today?", "en", "how_are_you"),
+                                 ("谢谢你的帮助！", "zh", "thanks")):
+        reply = ask(service, text, session=f"courtesy-{kind}-{language}")
+        assert reply.route == "tool" and reply.answer == COURTESY_REPLIES[language][kind], (text, reply.answer)
+        logged = row(service, reply.request_id)
+        assert logged.route == "tool" and "rule: courtesy -> tool courtesy" in logged.reasons
+    asked = ask(service, "thanks! and how long does standard shipping take?")
+    assert asked.route == "small" and asked.sources  # courtesy and a question: the question is answered
+
+
 def test_live_threshold_change_changes_the_decision_without_restart(runtime, service, settings):
     """The decision flips; the route itself (small -> llm) is tested with the live LLM in test_chain_llm.py."""
     query = "Do you ship to Canada, and what would customs cost for a sofa?"

@@ -198,3 +198,30 @@ def test_other_questions_that_name_an_order_go_to_the_router(text):
                                   "再不退款我就找律师起诉你们", "我的卡被盗刷了，买了我没买过的东西"])
 def test_legal_and_fraud_topics_in_either_language_go_to_the_llm(text):
     assert _rule_for(text) == "legal-or-fraud"
+
+
+@pytest.mark.parametrize("text", ["hi", "Hello!", "hi there, how are you today?", "thanks so much, you've been really "
+                                  "helpful!", "thanks, that's all", "good morning! hope you're well", "Thank you!!",
+                                  "ok, thank you for your help", "bye!", "谢谢你的帮助！", "你好，今天过得怎么样？", "您好",
+                                  "再见！"])
+def test_a_message_of_courtesy_alone_gets_the_courtesy_reply(text):
+    assert _rule_for(text) == "courtesy"
+
+
+@pytest.mark.parametrize("text", ["hi, where is my order?", "hello, I have a few questions", "thanks, and returns?",
+                                  "thank you!! super quick answers", "how do you say thank you in Japanese",
+                                  "thanks for nothing I guess", "great, how do I return it?", "hiring?",
+                                  "你好，我的包裹在哪里？", "好的，怎么退货？"])
+def test_courtesy_with_anything_more_goes_to_the_router(text):
+    assert _rule_for(text) is None
+
+
+@pytest.mark.parametrize("text, kind, language", [
+    ("hi there", "greeting", "en"), ("how are you today?", "how_are_you", "en"), ("thanks a lot!", "thanks", "en"),
+    ("thanks, that's all", "bye", "en"), ("您好", "greeting", "zh"), ("谢谢你的帮助！", "thanks", "zh"),
+    ("你好，今天过得怎么样？", "how_are_you", "zh")])
+def test_the_courtesy_reply_fits_the_message_and_its_language(text, kind, language):
+    from chains.rules import COURTESY_REPLIES, courtesy
+
+    result = courtesy(text, "", None)
+    assert result.detail == {"kind": kind} and result.answer == COURTESY_REPLIES[language][kind]

@@ -62,3 +62,15 @@ def test_an_order_answered_by_the_tool_is_not_counted_as_sent_to_the_llm():
     report = product_report(records, queries)
     assert report["in_scope_to_llm"] == round(1 / 3, 4)  # the rewrite only; the tool's answer is no LLM call
     assert report["oos_to_llm"] == 0.5
+
+
+def test_an_out_of_scope_message_a_rule_answers_counts_as_handled_like_the_llms():
+    from offline.evaluate import product_report
+
+    queries = [Query("refund?", 0, "refund", "t"), Query("thanks, that's all", 1, "", "t"),
+               Query("tell me a joke", 1, "", "t"), Query("poem", 1, "", "t")]
+    records = [{**_record("refund", 0.1, 0.9, 0.8, 0.3, 0.9), "route": "small", "rewrite": False},
+               {**_record("", 1.0, 0.0, 0.0, 0.0, 0.0), "route": "tool", "rewrite": False},  # the courtesy reply
+               {**_record("refund", 0.9, 0.2, 0.4, 0.1, 0.5), "route": "llm", "rewrite": False},
+               {**_record("refund", 0.1, 0.7, 0.7, 0.1, 0.8), "route": "small", "rewrite": False}]
+    assert product_report(records, queries)["oos_to_llm"] == round(2 / 3, 4)
