@@ -105,8 +105,13 @@ def logged_rows(db: Database) -> list[dict]:
 
 
 def clone_history(db: Database, pool: list[dict], first_minute: int, minutes: int, per_minute: float,
-                  seed: int = 11, negative_feedback: float = 0.0) -> int:
-    """Fill ``minutes`` simulated minutes from ``first_minute`` on with real logged rows drawn from ``pool``."""
+                  seed: int = 11, negative_feedback: float = 0.0, latency_jitter: float = 0.0) -> int:
+    """Fill ``minutes`` simulated minutes from ``first_minute`` on with real logged rows drawn from ``pool``.
+
+    ``latency_jitter``: each copy's latency is scaled by exp(N(0, jitter)). A pool is a few warm-up minutes, so its
+    copies repeat a few dozen latencies thousands of times; three real hours of a host drift from hour to hour and
+    answer at other lengths. Without it, the detector learns that the pool's slowest request is the slowest there
+    ever is, and an ordinary live minute with a few longer answers reads as a slowdown."""
     rng = np.random.default_rng(seed)
     rows, ratings = [], []
     for minute in range(first_minute, first_minute + minutes):
@@ -114,6 +119,9 @@ def clone_history(db: Database, pool: list[dict], first_minute: int, minutes: in
             source = pool[rng.integers(len(pool))]
             row = {**source, "id": new_id(),
                    "created_at": START + timedelta(minutes=minute, seconds=float(rng.uniform(0, 59.9)))}
+            if latency_jitter:
+                total = float(source["total_ms"]) * float(np.exp(rng.normal(0.0, latency_jitter)))
+                row.update(total_ms=total, latency_ms={**(source.get("latency_ms") or {}), "total": total})
             rows.append(row)
             if negative_feedback and rng.random() < negative_feedback:
                 ratings.append({"request_id": row["id"], "rating": -1, "comment": "", "user_id": "",
