@@ -109,8 +109,9 @@ def baseline_report(records: list[dict], queries: list[Query]) -> dict:
 def product_report(records: list[dict], queries: list[Query]) -> dict:
     """What customers see at the product thresholds: a rewrite counts as sent to the LLM; an answer by a tool (the
     order status, for a message with an order number) or a handoff is neither the small tier's nor the LLM's. An
-    out-of-scope message that a rule answers (the courtesy reply to "thanks, that's all", a handoff) is handled as
-    well as the LLM would: ``oos_to_llm`` counts it with the LLM's, as no KB answer was forced on it."""
+    out-of-scope message that a rule answers (a tool: the courtesy reply to "thanks, that's all", or the status of
+    the order it names; a handoff) is handled as well as the LLM would: ``oos_to_llm`` counts it with the LLM's, as
+    no KB answer was forced on it."""
     y = np.array([q.needs_llm for q in queries])
     small = np.array([r["route"] == SMALL_ROUTE for r in records])
     to_llm = np.array([r["route"] == LLM_ROUTE for r in records])  # route_record reports a rewrite as llm
