@@ -26,7 +26,7 @@ from storage import policy_store
 from tests.conftest import fresh_db, make_runtime
 from tests.faults import DelayProxy
 from tests.llm_server import live
-from tests.ops.traffic import START, Messages, SimClock, clone_history, logged_rows, minute_end, serve_minute
+from tests.ops.traffic import START, Messages, SimClock, clone_history, logged_rows, minute_end, serve_minute, with_total_ms
 from tests.vllm_load import engine_idle, wait_for
 
 HISTORY_MIN = 180
@@ -216,8 +216,7 @@ def with_slow_outliers(pool: list[dict], share: float, seed: int = 3) -> list[di
     out = []
     for i, row in enumerate(pool):
         if i in slowed:
-            slow = float(rng.uniform(100.0, 400.0))
-            row = {**row, "total_ms": slow, "latency_ms": {**(row.get("latency_ms") or {}), "total": slow}}
+            row = with_total_ms(row, float(rng.uniform(100.0, 400.0)))
         out.append(row)
     return out
 

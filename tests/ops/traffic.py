@@ -104,6 +104,11 @@ def logged_rows(db: Database) -> list[dict]:
         return [dict(r._mapping) for r in conn.execute(select(table))]
 
 
+def with_total_ms(row: dict, ms: float) -> dict:
+    """``row`` with its request's total latency set to ``ms`` (both the column and the per-stage record say it)."""
+    return {**row, "total_ms": ms, "latency_ms": {**(row.get("latency_ms") or {}), "total": ms}}
+
+
 def clone_history(db: Database, pool: list[dict], first_minute: int, minutes: int, per_minute: float,
                   seed: int = 11, negative_feedback: float = 0.0, latency_jitter: float = 0.0) -> int:
     """Fill ``minutes`` simulated minutes from ``first_minute`` on with real logged rows drawn from ``pool``.
@@ -120,8 +125,7 @@ def clone_history(db: Database, pool: list[dict], first_minute: int, minutes: in
             row = {**source, "id": new_id(),
                    "created_at": START + timedelta(minutes=minute, seconds=float(rng.uniform(0, 59.9)))}
             if latency_jitter:
-                total = float(source["total_ms"]) * float(np.exp(rng.normal(0.0, latency_jitter)))
-                row.update(total_ms=total, latency_ms={**(source.get("latency_ms") or {}), "total": total})
+                row = with_total_ms(row, float(source["total_ms"]) * float(np.exp(rng.normal(0.0, latency_jitter))))
             rows.append(row)
             if negative_feedback and rng.random() < negative_feedback:
                 ratings.append({"request_id": row["id"], "rating": -1, "comment": "", "user_id": "",
