@@ -14,6 +14,8 @@ LLM-bound, so the recurring groups the idle-time worker prepares from exist befo
 copy of that database (so every pass has the same history and none sees another's rows) and an empty cache.
 
 The passes: all off; prefix caching alone; the answer cache with prepared answers alone; follow-ups alone; all on.
+The answer cache also remembers what replaced a failed LLM answer (TANDEM_CACHE_REPLACED_ANSWERS): its hits are
+counted apart from the prepared ones.
 Prefix caching runs on one vLLM started with --enable-prefix-caching (its cache reset between passes through vLLM's
 dev endpoint), the other passes on a second one started with --no-enable-prefix-caching. With prepared answers on, an
 idle window runs before the trace: the worker's ``run_once`` until it has nothing left, its budget is spent or
@@ -24,8 +26,8 @@ bound of click-through), sending its title as text with ``suggestion`` set.
 
 Measured per pass: LLM calls (the LLM client's finished calls during the trace), mean and p95 latency and time to
 first text (the first text piece the service streams, which is what the customer sees; an LLM answer is shown once
-checked), answer-cache and prepared hits, vLLM's prefix-cache hit rate on turns 2+ (counter differences around each
-message), suggestion clicks, and the idle window's tokens and stored answers.
+checked), answer-cache hits (prepared, and remembered replacements), vLLM's prefix-cache hit rate on turns 2+
+(counter differences around each message), suggestion clicks, and the idle window's tokens and stored answers.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Row:
     llm: bool
     cache: bool = False
     prepared: bool = False
+    replaced: bool = False  # a remembered replacement of a failed LLM answer (chains.router_chain.REPLACED_ORIGIN)
     clicked: bool = False
     offered: int = 0
     prefix: tuple[float, float] = (0.0, 0.0)
@@ -193,10 +196,11 @@ def replay(runtime, order: list[tuple[Msg, int]], url: str, follow: bool) -> lis
             suggestions = response.suggestions
             offered[m.session] = {s.answer_id: s.title for s in suggestions}
             step = next((s for s in response.trace if s.get("stage") == "cache"), {})
+            origin = (step.get("detail") or {}).get("origin")
             rows.append(Row(turn, m.repeat, response.route, (end - began) * 1000, ((first or end) - began) * 1000,
-                            bool(response.model), response.route == "cache",
-                            (step.get("detail") or {}).get("origin") == "prepared", click, len(suggestions),
-                            (hits1 - hits0, queries1 - queries0), started=began))
+                            bool(response.model), response.route == "cache", origin == "prepared",
+                            origin == "replaced", click, len(suggestions), (hits1 - hits0, queries1 - queries0),
+                            started=began))
     return rows
 
 
@@ -253,6 +257,7 @@ def summarize(rows: list[Row]) -> dict[str, Any]:
             "latency_ms": {"mean": mean(totals), **pct(totals, 50, 95)},
             "first_text_ms": {"mean": mean(firsts), **pct(firsts, 50, 95)},
             "cache_hits": sum(r.cache for r in rows), "prepared_hits": sum(r.prepared for r in rows),
+            "replaced_hits": sum(r.replaced for r in rows),
             "cache_hit_rate": round(sum(r.cache for r in rows) / len(rows), 3) if rows else None,
             "llm_calls_turn2plus": len(later),
             "prefix_hit_rate_turn2plus": round(sum(r.prefix[0] for r in later) / queries, 3) if queries else None,
@@ -336,7 +341,8 @@ def table(trace: dict[str, Any]) -> list[str]:
     lines = [f"Mixed trace: {trace.get('sessions')} sessions, {trace.get('messages')} messages "
              f"({trace.get('repeat_share', 0):.0%} repeats of {len(trace.get('frequent') or [])} frequent LLM-bound "
              f"questions), one at a time, `{trace.get('model')}`, {trace.get('max_tokens')}-token answers:", "",
-             "| pass | LLM calls | mean ms | p95 ms | first text mean ms | first text p95 ms | cache hits (prepared) "
+             "| pass | LLM calls | mean ms | p95 ms | first text mean ms | first text p95 ms | cache hits (prepared, "
+             "replaced) "
              "| prefix hit rate, turns 2+ | suggestion clicks | idle tokens (answers stored) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, p in (trace.get("passes") or {}).items():
@@ -344,7 +350,8 @@ def table(trace: dict[str, Any]) -> list[str]:
         clicks = p.get("suggestion_clicks") if p.get("followups") == "on" else p.get("followups")
         lines.append(f"| {name} | {p['llm_calls']} | {p['latency_ms']['mean']:.0f} | {p['latency_ms']['p95']:.0f} | "
                      f"{p['first_text_ms']['mean']:.0f} | {p['first_text_ms']['p95']:.0f} | {p['cache_hits']} "
-                     f"({p['prepared_hits']}) | {'–' if rate is None else f'{rate:.1%}'} | {clicks} | "
+                     f"({p['prepared_hits']}, {p.get('replaced_hits', 0)}) | "
+                     f"{'–' if rate is None else f'{rate:.1%}'} | {clicks} | "
                      + (f"{idle['tokens']} ({idle['stored']})" if idle else "–") + " |")
     lines += ["", "| target | wanted | measured | met |", "|---|---|---|---|"]
     lines += [f"| {t['metric']} | {t['target']} | {t['measured']} | {'–' if t['met'] is None else t['met']} |"

@@ -36,10 +36,14 @@ class CacheHit:
 
 
 class ResponseCache:
-    def __init__(self, state: SharedState, ttl_s: float, clock: Callable[[], float] = time.time):
+    def __init__(self, state: SharedState, ttl_s: float, clock: Callable[[], float] = time.time,
+                 shop_addresses: tuple[str, ...] = ()):
+        """``shop_addresses``: the shop's own contact details (TANDEM_SUPPORT_EMAIL), which an answer may carry
+        without being personal: the help center's answers and the offer of a person name them."""
         self.state = state
         self.ttl_s = ttl_s
         self._clock = clock
+        self.shop_addresses = tuple(a for a in shop_addresses if a)
 
     def __len__(self) -> int:
         return self.state.cache_size()
@@ -77,7 +81,10 @@ class ResponseCache:
         return None
 
     def store(self, text: str, vector: np.ndarray, namespace: str, payload: dict[str, Any]) -> bool:
-        ok, _ = self.cacheable(text, payload.get("answer", ""))
+        answer = str(payload.get("answer", ""))
+        for address in self.shop_addresses:
+            answer = answer.replace(address, "")
+        ok, _ = self.cacheable(text, answer)
         if not ok:
             return False
         return self.state.cache_put(CacheEntry(namespace=namespace, key=normalise(text),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 from langchain_core.runnables import Runnable, RunnableGenerator, RunnableLambda
@@ -41,6 +42,11 @@ from storage.db import Database
 # LLM text that passed the answer check (an answer) or the rewrite verification (a rewrite of the KB draft).
 PREPARED_ORIGIN = "prepared"
 PREPARED_SERVED = ("llm", "rewrite")
+# The payload origin of what replaced an LLM answer that failed its checks (TANDEM_CACHE_REPLACED_ANSWERS): the next
+# customer asking the same gets the same replacement at once, instead of waiting seconds for another answer that a
+# model of the same quality will most likely fail again. It never counts as an answer for the idle-time worker.
+REPLACED_ORIGIN = "replaced"
+REPLACED_SERVED = ("draft_with_caveat", "human_offer")
 
 
 class RouterChain:
@@ -51,13 +57,14 @@ class RouterChain:
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
-                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND):
+                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
         ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py).
-        ``brand``: who the answers speak for (the system prompt and the chain's own notices name it)."""
-        self.brand = brand
+        ``brand``: who the answers speak for (the system prompt and the chain's own notices name it).
+        ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN)."""
+        self.brand, self.remember_replaced = brand, remember_replaced
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -154,6 +161,8 @@ class RouterChain:
             return turn
         turn.cache_hit = True
         turn.cache_origin = str(hit.payload.get("origin", ""))
+        if turn.cache_origin == REPLACED_ORIGIN:  # what the customer reads: the same replacement as last time
+            turn.served = str(hit.payload.get("served", ""))
         turn.cache_entry = (turn.cache_key, normalise(hit.source_text))
         turn.sources = list(hit.payload.get("sources", []))
         turn.scores["cache_similarity"] = round(hit.similarity, 4)
@@ -181,7 +190,11 @@ class RouterChain:
 
     def _vouched(self, turn: Turn, hit: CacheHit | None) -> CacheHit | None:
         """A prepared answer is served only while its record stands (an operator may have deleted it in the
-        console, which may not share this process's cache): else its entry is dropped and the turn goes on."""
+        console, which may not share this process's cache): else its entry is dropped and the turn goes on.
+        The idle-time worker is never served a remembered replacement: it asks to get the answer that replaces it."""
+        if hit is not None and hit.payload.get("origin") == REPLACED_ORIGIN and turn.request.channel == PREPARE_CHANNEL:
+            turn.note("cache", "remembered replacement passed over", cached_question=hit.source_text)
+            return None
         if hit is None or hit.payload.get("origin") != PREPARED_ORIGIN or self.db is None or self.cache is None:
             return hit
         if prepared_store.vouched(self.db, turn.cache_key, normalise(hit.source_text)):
@@ -330,12 +343,21 @@ class RouterChain:
     def _remember(self, items: Iterator[str | Decided | Revised | Turn]) -> Iterator[str | Decided | Revised | Turn]:
         """Store a complete, ordinary answer in the cache (the chain owns lookup and store alike)."""
         for item in items:
-            if isinstance(item, Turn) and self.cache is not None and item.vector is not None and self._cacheable(item):
-                origin = PREPARED_ORIGIN if item.request.channel == PREPARE_CHANNEL else item.route
-                with timed(item, "remember"):
-                    stored = self.cache.store(item.text, item.vector, item.cache_key,
-                                              {"answer": item.answer, "sources": item.sources, "origin": origin})
-                item.note("remember", "stored" if stored else "not stored", origin=origin, namespace=item.cache_key)
+            if isinstance(item, Turn) and self.cache is not None and item.vector is not None:
+                payload: dict[str, Any] | None = None
+                if self._cacheable(item):
+                    origin = PREPARED_ORIGIN if item.request.channel == PREPARE_CHANNEL else item.route
+                    payload = {"answer": item.answer, "sources": item.sources, "origin": origin}
+                elif self._replaced_and_remembered(item):
+                    payload = {"answer": item.answer, "sources": item.sources, "origin": REPLACED_ORIGIN,
+                               "served": item.served}
+                if payload is not None:
+                    with timed(item, "remember"):
+                        if payload["origin"] == PREPARED_ORIGIN:  # a passing answer takes a replacement's place
+                            self._forget_replacement(item)
+                        stored = self.cache.store(item.text, item.vector, item.cache_key, payload)
+                    item.note("remember", "stored" if stored else "not stored", origin=payload["origin"],
+                              namespace=item.cache_key)
             yield item
 
     def _cacheable(self, turn: Turn) -> bool:
@@ -346,6 +368,22 @@ class RouterChain:
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.names_answer
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
+
+    def _forget_replacement(self, turn: Turn) -> None:
+        assert self.cache is not None
+        held = self.cache.lookup_exact(turn.text, turn.cache_key)
+        if held is not None and held.payload.get("origin") == REPLACED_ORIGIN:
+            self.cache.forget(turn.text, turn.cache_key)
+
+    def _replaced_and_remembered(self, turn: Turn) -> bool:
+        """An LLM answer (not a rewrite) to a customer's own new message that failed its checks and was replaced by
+        our own text: the KB draft with a caveat, or the offer of a person. Not a failure of the engine (a fallback:
+        the next try may well work), not a handoff the policy ordered, nothing the idle-time worker asked."""
+        return (self.remember_replaced and turn.route == LLM_ROUTE and turn.plan == LLM_ROUTE
+                and turn.served in REPLACED_SERVED and bool(turn.findings) and not turn.handoff
+                and turn.request.channel != PREPARE_CHANNEL and not turn.degraded and not turn.fallback
+                and not turn.cache_hit and not turn.cancelled and turn.query == turn.text and bool(turn.answer)
+                and not turn.request.names_answer)
 
     @staticmethod
     def _leans_on_the_conversation(turn: Turn) -> bool:

@@ -123,12 +123,14 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
     limiter = RateLimiter.from_settings(settings)
-    cache = ResponseCache(state, settings.cache_ttl_s) if settings.response_cache else None
+    cache = ResponseCache(state, settings.cache_ttl_s, shop_addresses=(settings.support_email,)) \
+        if settings.response_cache else None
     chain = RouterChain(kb=kb, router=routers.current, cache=cache,
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
                         default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,
-                        brand=Brand(settings.shop_name, settings.support_email))
+                        brand=Brand(settings.shop_name, settings.support_email),
+                        remember_replaced=settings.cache_replaced_answers)
     followups = Suggester(db, lambda: {e["answer_id"]: (e["title"], e.get("category", "")) for e in kb.entries()},
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None

@@ -147,6 +147,12 @@ class Settings(BaseSettings):
     response_cache: bool = Field(True, description="The response cache (exact and semantic) and with it answers "
                                  "prepared while the engine is idle; false: every message is answered anew (the "
                                  "bench's cache-off pass, bench/mixed_trace.py).")
+    cache_replaced_answers: bool = Field(True, description="When the LLM's answer to a question failed its checks and "
+                                         "was replaced (by the KB draft with a caveat, or the offer of a person), the "
+                                         "next customer asking the same, within the cache's TTL and KB version, gets "
+                                         "that replacement at once, without an LLM call. The idle-time worker still "
+                                         "tries the question again, and an answer of its that passes takes the "
+                                         "entry's place.")
     overload_enter: float = Field(0.85, description="LLM load at which degrade turns on (0.05-1).")
     overload_exit: float = Field(0.5, description="LLM load at which degrade turns off again (0-1, below enter).")
     router: str = Field("evidence", description="Registry name of the router (evidence, combined, learned, "

@@ -37,7 +37,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from chains.cache import ResponseCache, normalise
-from chains.router_chain import PREPARED_ORIGIN
+from chains.router_chain import PREPARED_ORIGIN, REPLACED_ORIGIN
 from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, ChatRequest, ChatResponse
 from chains.service import TandemService
 from ops.job import PeriodicThread, holder_id, take_lease
@@ -192,7 +192,8 @@ class PreparedWorker(PeriodicThread):
             key = normalise(question)
             if key in deleted or time.monotonic() - self._tried.get((namespace, key), float("-inf")) < RETRY_AFTER_S:
                 continue
-            if cache.lookup_exact(question, namespace) is not None:
+            cached = cache.lookup_exact(question, namespace)
+            if cached is not None and cached.payload.get("origin") != REPLACED_ORIGIN:
                 continue  # a fresh answer is cached already (a customer's, or one prepared before)
             return _Candidate(group, request, namespace, predicted), personal
         return None, personal

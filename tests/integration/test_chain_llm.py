@@ -174,3 +174,33 @@ def test_llm_down_means_fallback_not_failure(runtime, llm_server):
     response = ask(runtime, "Do you sell garden furniture?")
     assert response.route == "small" and response.fallback
     assert "busy" in response.answer and any(r.startswith("fallback") for r in response.reasons)
+
+
+def test_a_replaced_llm_answer_reaches_the_next_customer_asking_the_same_from_the_cache_without_an_llm_call(runtime):
+    runtime.policy.save({"route_threshold": 0.0}, "test", "everything to the LLM")
+    text = "Which kettle would you recommend for a family of five, and why?"
+
+    def calls() -> int:
+        return sum(tier["requests"] for tier in runtime.llm.status()["tiers"])
+
+    # Two tokens make no answer, whatever the model writes: the check replaces it (a cut-off answer).
+    first = runtime.service.answer(ChatRequest(message=text, user_id="dave", customer="dave", channel="api",
+                                               session_id="kettle-1", max_tokens=2))
+    logged = row(runtime, first.request_id)
+    assert first.route == "llm" and logged.served in ("draft_with_caveat", "human_offer"), (logged.served, first.reasons)
+    assert logged.findings and logged.rejected_text and logged.rejected_text not in first.answer
+    remember = [s for s in first.trace if s["stage"] == "remember"]
+    assert remember and remember[0]["decision"] == "stored" and remember[0]["detail"]["origin"] == "replaced", remember
+    before = calls()
+    second = ask(runtime, "which kettle would you recommend for a family of five and why", user="erin",
+                 session="kettle-2")
+    assert second.route == "cache" and second.answer == first.answer, second.reasons
+    assert row(runtime, second.request_id).served == logged.served and second.model == ""
+    assert calls() == before  # no LLM call for the second customer
+    # Off, the next customer waits for an answer of the model's own again
+    runtime.chain.remember_replaced = False
+    runtime.chain.cache.clear()
+    runtime.service.answer(ChatRequest(message=text, user_id="dave", customer="dave", channel="api",
+                                       session_id="kettle-3", max_tokens=2))
+    third = ask(runtime, text, user="erin", session="kettle-4")
+    assert third.route == "llm" and calls() == before + 2, third.reasons

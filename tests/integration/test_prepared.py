@@ -126,6 +126,34 @@ def test_an_idle_pass_asks_the_chain_for_the_top_recurring_question_and_caches_t
         runtime.close()
 
 
+def test_a_customers_cached_answer_stops_the_worker_but_a_remembered_replacement_of_a_failed_one_does_not(
+        llm_settings, own_kb, tmp_path):
+    runtime = runtime_for(llm_settings, own_kb, tmp_path)
+    try:
+        log_questions(runtime.db, [QUESTION] * 3, "shipping")
+        namespace = runtime.chain.cache_namespace(ChatRequest(message=QUESTION), runtime.policy.current())
+        vector = runtime.chain.embed(QUESTION)
+        worker = PreparedWorker(runtime.service, BUDGET)
+        runtime.chain.cache.store(QUESTION, vector, namespace, {"answer": "Standard shipping takes 2-4 business days.",
+                                                                "sources": [], "origin": "llm"})
+        idle(runtime)
+        calls = llm_calls(runtime)
+        assert worker.run_once().outcome == "nothing" and llm_calls(runtime) == calls  # answered already
+        offer = "I'm not sure our help center covers this. I can pass you to a colleague."
+        runtime.chain.cache.forget(QUESTION, namespace)
+        runtime.chain.cache.store(QUESTION, vector, namespace, {"answer": offer, "sources": [], "origin": "replaced",
+                                                                "served": "human_offer"})
+        report = worker.run_once()
+        assert report.outcome in ("prepared", "rejected") and llm_calls(runtime) == calls + 1, report
+        row = prepare_rows(runtime.db)[0]
+        assert row.route == "llm", row.reasons  # the worker's request passed the replacement over and asked the LLM
+        entry = runtime.chain.cache.lookup_exact(QUESTION, namespace)
+        assert entry is not None  # the worker's answer where it passed, else the replacement still stands
+        assert entry.payload["origin"] == ("prepared" if report.outcome == "prepared" else "replaced"), entry.payload
+    finally:
+        runtime.close()
+
+
 def test_a_personal_group_is_never_asked(llm_settings, own_kb, tmp_path):
     runtime = runtime_for(llm_settings, own_kb, tmp_path)
     try:

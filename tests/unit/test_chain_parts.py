@@ -138,6 +138,9 @@ def test_cache_exact_semantic_ttl_and_rules(encoder):
     assert cache.lookup("how do I reset my password", v, "kb2", 0.95) is None  # other KB version
     assert not cache.store("reset password for bob@example.com", v, "kb1", {"answer": "x"})
     assert not cache.store("my password", v, "kb1", {"answer": "sent to bob@example.com"})
+    shop = ResponseCache(MemoryState(), ttl_s=3600, shop_addresses=("help@shop.example",))
+    assert shop.store("my password", v, "kb1", {"answer": "write to help@shop.example"})  # the shop's own address
+    assert not shop.store("my password", v, "kb1", {"answer": "write to help@shop.example or bob@example.com"})
     neg = e.encode_query("I do not want to reset my password")
     assert float(neg @ v) > 0.8  # close in embedding space, still never served
     assert cache.lookup("I do not want to reset my password", neg, "kb1", 0.8) is None

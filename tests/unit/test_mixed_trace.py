@@ -68,11 +68,13 @@ def test_the_replay_order_keeps_each_session_in_order_with_a_few_open_at_once():
 def test_summary_table_and_targets():
     rows = [Row(1, False, "small", 20.0, 20.0, False), Row(2, True, "llm", 4000.0, 4000.0, True, prefix=(128, 400)),
             Row(2, True, "cache", 5.0, 5.0, False, cache=True, prepared=True),
-            Row(3, False, "small", 30.0, 10.0, False, clicked=True, offered=3)]
+            Row(3, False, "small", 30.0, 10.0, False, clicked=True, offered=3),
+            Row(3, True, "cache", 5.0, 5.0, False, cache=True, replaced=True)]
     summary = summarize(rows)
-    assert summary["llm_calls"] == 1 and summary["cache_hits"] == 1 and summary["prepared_hits"] == 1
+    assert summary["llm_calls"] == 1 and summary["cache_hits"] == 2 and summary["prepared_hits"] == 1
+    assert summary["replaced_hits"] == 1
     assert summary["prefix_hit_rate_turn2plus"] == 0.32 and summary["suggestion_clicks"] == 1
-    assert summary["latency_ms"]["mean"] == 1013.75 and summary["repeats"] == 2
+    assert summary["latency_ms"]["mean"] == 812.0 and summary["repeats"] == 3
     base = {**summary, "idle": None, "followups": "off", "live_llm_waiting_on_idle_work": 0}
     passes = {"all off": {**base, "llm_calls": 10, "latency_ms": {**summary["latency_ms"], "mean": 1000.0}},
               "answer cache + prepared": {**base, "llm_calls": 7, "idle": {"tokens": 900, "stored": 2},
@@ -83,7 +85,7 @@ def test_summary_table_and_targets():
     assert got == {"LLM calls, answer cache + prepared / all off": (0.7, True),
                    "mean latency of the trace, all on / all off": (0.7, False),
                    "live LLM requests waiting on idle-time work": (1, False)}
-    lines = table({"sessions": 1, "messages": 4, "repeat_share": 0.3, "frequent": FREQUENT, "model": "qwen2.5-0.5b",
+    lines = table({"sessions": 1, "messages": 5, "repeat_share": 0.3, "frequent": FREQUENT, "model": "qwen2.5-0.5b",
                    "max_tokens": 96, "passes": passes, "targets": targets(passes)})
-    assert lines[4].startswith("| all off | 10 | 1000 |") and "| 900 (2) |" in lines[5]
+    assert lines[4].startswith("| all off | 10 | 1000 |") and "| 2 (1, 1) |" in lines[4] and "| 900 (2) |" in lines[5]
     assert "not available" in lines[6] and lines[-3].endswith("| 0.7 | True |")
