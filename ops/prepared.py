@@ -8,7 +8,8 @@ the recurring LLM-bound group (ops/recurring.py) most likely to be asked next by
 - is not personal (no order number, email, phone, tracking number or name in any member; the cache's own PII rule
   refuses personal text besides),
 - has no fresh answer in the shared response cache under the key a live routed message would be looked up under now
-  (which carries the KB version, the thresholds, the router and the rules), and
+  (which carries the KB version, the thresholds, the router and the rules; a remembered replacement of a failed
+  LLM answer, origin ``replaced``, is no answer), and
 - was neither deleted by an operator under this KB version nor tried in the last hour,
 
 and asks the chain for the group's representative question through the service, as a live message goes: guard,
