@@ -27,8 +27,10 @@ SHIPPING = "how much does shipping cost"
 @pytest.fixture
 def scripted(settings, db, demo_kb):
     with ScriptedOpenAIServer() as server:
+        # Each path must reach the (scripted) LLM: a replaced answer is not remembered for the second one.
         runtime = make_runtime(settings.model_copy(update={"llm_url": server.url, "llm_model": "scripted",
-                                                           "llm_retries": 0}), db, demo_kb, use_llm=True)
+                                                           "llm_retries": 0, "cache_replaced_answers": False}),
+                               db, demo_kb, use_llm=True)
         runtime.policy.save({"route_threshold": 0.0}, "test", "every message to the LLM")
         try:
             yield server, runtime

@@ -186,9 +186,12 @@ def test_openai_max_tokens_over_the_cap_is_400(trust_app):
 def test_the_llm_token_budget_degrades_to_the_small_tier(trust_app):
     url, _, keys = trust_app
     routes = []
-    for address in ("203.0.113.11", "203.0.113.12", "203.0.113.13"):  # one key, several addresses
+    # one key, several addresses; three questions, so that none is answered from the cache
+    for address, question in zip(("203.0.113.11", "203.0.113.12", "203.0.113.13"),
+                                 ("Can I pay with a gift card?", "Do you ship to Norway?", "How do I change my password?"),
+                                 strict=True):
         response = call(url, "/v1/chat/completions", {"model": "tandem-llm", "messages": [
-            {"role": "user", "content": "Can I pay with a gift card?"}]}, key=keys["budget"], address=address)
+            {"role": "user", "content": question}]}, key=keys["budget"], address=address)
         assert response.status_code == 200, response.text
         routes.append((response.headers["x-tandem-route"], response.headers["x-tandem-degraded"]))
     assert routes[:2] == [("llm", "false"), ("llm", "false")] and routes[2] == ("small", "true"), routes
