@@ -152,12 +152,15 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
     turn = Turn(request=ChatRequest(message=message.text, channel="batch"), thresholds=thresholds)
     started = time.perf_counter()
     first: float | None = None
-    final = turn
+    final, shown, taken_back = turn, False, False
     for item in chain.stream(turn):
         if isinstance(item, Turn):
             final = item
-        elif first is None and ((isinstance(item, str) and item.strip()) or isinstance(item, Revised)):
+            continue
+        if first is None and ((isinstance(item, str) and item.strip()) or isinstance(item, Revised)):
             first = round((time.perf_counter() - started) * 1000, 1)
+        taken_back = taken_back or (shown and isinstance(item, Revised))
+        shown = shown or (isinstance(item, str) and bool(item.strip()))
     total = round((time.perf_counter() - started) * 1000, 1)
     draft = final.draft.text if final.draft is not None else ""
     top = (final.sources[0].get("answer_id") if final.sources
@@ -170,7 +173,8 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else [])
                    + written_stand_ins((f.get("kind", ""), f.get("action", "")) for f in final.findings),
                    findings=list(final.findings), first_text_ms=first, total_ms=total, error=final.error,
-                   rejected_text=final.rejected_text, relevance=final.scores.get("answer_relevance"))
+                   rejected_text=final.rejected_text, relevance=final.scores.get("answer_relevance"),
+                   taken_back=taken_back and final.plan == "llm")
 
 
 def run_set(chain: RouterChain, eval_set: EvalSet, messages: list[Message], refs: dict[str, str],
@@ -206,6 +210,7 @@ def run_answer_eval(sets: Sequence[str] = DEFAULT_SETS, limit: int | None = None
         raise ValueError(f"unknown answer set(s) {', '.join(unknown)}; known: {', '.join(EVAL_SETS)}")
     settings, started = get_settings(), time.perf_counter()
     report: dict[str, Any] = {"date": date.today().isoformat(), "limit": limit, "max_tokens": settings.llm_max_tokens,
+                              "hold": settings.llm_hold_until_checked,
                               "sets": {}, "skipped": {}}
     kbs, all_records = dict(kbs or {}), []
     endpoint = endpoint or server_already_up(settings.llm_url, log)

@@ -59,6 +59,7 @@ class Outcome:
     error: str = ""
     rejected_text: str = ""       # LLM text the chain did not serve (a rejected rewrite, a replaced answer)
     relevance: float | None = None  # the LLM answer's similarity to the message (chains.verify.off_topic)
+    taken_back: bool = False      # LLM text the customer saw, then replaced (TANDEM_LLM_HOLD_UNTIL_CHECKED)
 
 
 def rejection(findings: Iterable[dict[str, Any]]) -> str | None:
@@ -91,7 +92,7 @@ def score(o: Outcome, reference: str | None) -> dict[str, Any]:
         "findings": o.findings, "rejected": rejection(o.findings), "rejected_text": o.rejected_text,
         "recall": None, "missing": [], "defects": [],
         "worse_than_draft": None, "relevance": o.relevance, "first_text_ms": o.first_text_ms, "total_ms": o.total_ms,
-        "error": o.error}
+        "taken_back": o.taken_back, "error": o.error}
     if o.served not in LLM_TEXT:
         return record
     found = [{"kind": d.kind, "detail": d.detail} for d in defects(
@@ -152,6 +153,8 @@ def set_report(records: list[dict[str, Any]]) -> dict[str, Any]:
             "llm_answers_replaced": share(len(replaced), len(answers)),
             "llm_answers_replaced_by_finding": dict(Counter(f.get("kind", "?") for r in replaced
                                                             for f in r["findings"]).most_common()),
+            # LLM answers the customer saw in part before they were replaced (none when held until checked whole)
+            "llm_answers_taken_back": share(sum(bool(r.get("taken_back")) for r in answers), len(answers)),
             "out_of_scope_served_a_draft": share(sum(r["served"] in DRAFTS for r in out_of_scope), len(out_of_scope)),
             # an LLM answer's first text (a rewrite shows its draft at once, so its first text says nothing)
             "llm_first_text_p50_ms": _p50(r["first_text_ms"] for r in records if r["plan"] == "llm"),
@@ -246,6 +249,9 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", "Rewrites the chain rejected (the customer got the draft), by reason: " + "; ".join(rejected) + ".",
               "", "LLM answers the chain replaced (by the draft with a caveat or an offer of a person), by what it "
               "found: " + "; ".join(replaced) + ".", "",
+              "LLM answers the customer saw in part before they were replaced (TANDEM_LLM_HOLD_UNTIL_CHECKED="
+              f"{str(report.get('hold', True)).lower()}): "
+              + "; ".join(f"{s['label']} {_pct(s['llm_answers_taken_back'])}" for s in sets.values()) + ".", "",
               "Out-of-scope messages answered with a KB draft: "
               + "; ".join(f"{s['label']} {_pct(s['out_of_scope_served_a_draft'])}" for s in sets.values()) + "."]
     return "\n".join(lines)

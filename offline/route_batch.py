@@ -30,7 +30,8 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
 
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
     configured database (what the running app uses). Without ``llm`` LLM-bound messages get the small tier (routing
-    only); with one (`make eval`'s answers section) the chain answers as the product does. ``clarify``: the clarify
+    only); with one (`make eval`'s answers section) the chain answers as the product does, its LLM answers held until
+    checked as TANDEM_LLM_HOLD_UNTIL_CHECKED says. ``clarify``: the clarify
     tier asks when the top answers are close (off by default, as the product ships; `make eval` measures both)."""
     # Each message is embedded as the chain would (its search text, by its language's encoder), but in batches.
     messages = list(dict.fromkeys(texts or []))
@@ -45,7 +46,8 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
         router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
                        else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=llm,
-                       db=None, run_tools=False, clarify=clarify)
+                       db=None, run_tools=False, clarify=clarify,
+                       hold_until_checked=settings.llm_hold_until_checked)
 
 
 def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id: str = "") -> dict:

@@ -60,7 +60,10 @@ class ScriptedOpenAIServer(_LocalHTTPServer):
                 server.requests.append(request)
                 text, finish = server.script.popleft() if server.script else ("", "stop")
                 if request.get("stream"):
-                    self._stream(text, finish)
+                    try:
+                        self._stream(text, finish)
+                    except (BrokenPipeError, ConnectionResetError):  # the client stopped reading: as vLLM aborts
+                        pass
                     return
                 body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": "scripted",
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},

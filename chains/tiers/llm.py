@@ -11,15 +11,16 @@ from collections.abc import Iterator
 import numpy as np
 
 from chains import answers
-from chains.check import CLAIM_KINDS, AnswerCheck, StreamChecker, sources_of, written_stand_ins
+from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of, written_stand_ins
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
 from chains.tiers.base import Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, off_topic, rewrite_verdict, without_citations
+from chains.verify import Defect, defects, off_topic, rewrite_verdict, settled_defect, settled_end, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
 BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered")
+SETTLED_NOTE = ", found while it was written: generation stopped"
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 
@@ -102,7 +103,12 @@ class LLMTier(Tier):
                             turn.text, turn.thresholds.check_actions, answers.system_prompt(self.parts.brand))
         stream = StreamChecker(check)
         result: LLMResult | None = None
-        check_ms = 0.0
+        settled: Defect | None = None  # a defect in finished sentences that no later text can take away
+        # Every stand-in the check may write counts as grounded here, and without help-center text nothing is
+        # judged ungrounded, as at the end: so a sentence found ungrounded now is ungrounded in the whole answer.
+        grounds = [h.answer for h in turn.hits] + sorted(set(STAND_INS.values())) if turn.hits else []
+        hold = self.parts.hold_until_checked
+        check_ms, checked = 0.0, 0
         try:
             for item in generated:
                 if isinstance(item, LLMResult):
@@ -110,13 +116,15 @@ class LLMTier(Tier):
                     continue
                 started = time.perf_counter()
                 shown = stream.feed(item)
+                if settled is None and not stream.stopped and (end := settled_end(stream.shown_text)) > checked:
+                    checked, settled = end, settled_defect(stream.shown_text[:end], message=turn.text, context=grounds)
                 check_ms += (time.perf_counter() - started) * 1000
-                if shown and not self.parts.hold_until_checked:
+                if shown and not hold:
                     yield shown
-                if stream.stopped:  # an escalating finding: stop generating what will not be shown
+                if stream.stopped or settled:  # it will be replaced: stop generating what will not be shown
                     turn.cancel.set()
         except LLMUnavailable as exc:
-            if stream.shown_text and not self.parts.hold_until_checked:  # the customer saw a partial answer: say so
+            if stream.shown_text and not hold:  # the customer saw a partial answer: say so
                 yield CONNECTION_DROPPED
             self.fall_back(turn, exc.reason)
             yield turn.answer
@@ -129,7 +137,7 @@ class LLMTier(Tier):
             return
         started = time.perf_counter()
         rest = stream.close()
-        cancelled_by_check = stream.stopped and result.cancelled
+        cancelled_by_check = (stream.stopped or settled is not None) and result.cancelled
         verdict = check.finish(stream.raw_text if cancelled_by_check else result.text,
                                "stop" if cancelled_by_check else result.finish_reason)
         findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
@@ -137,15 +145,19 @@ class LLMTier(Tier):
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
         # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
         context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
-        broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
+        if settled is not None and not stream.stopped:
+            broken = [settled]
+        else:
+            broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
         if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
             broken.append(wrong)
         check_ms += (time.perf_counter() - started) * 1000
         turn.latency_ms["check"] = round(check_ms, 3)
-        if rest and not broken and not self.parts.hold_until_checked:
+        if rest and not broken and not hold:
             yield rest
         turn.findings = [f.as_dict() for f in findings] + [
-            {"kind": d.kind, "value": d.detail[:120], "action": "draft", "detail": "customer-visible defect"}
+            {"kind": d.kind, "value": d.detail[:120], "action": "draft",
+             "detail": "customer-visible defect" + (SETTLED_NOTE if d is settled else "")}
             for d in broken if d.kind not in {f.kind for f in findings}]
         escalate = stream.stopped or verdict.replace_with_draft or verdict.handoff or bool(broken)
         if escalate:
@@ -154,11 +166,11 @@ class LLMTier(Tier):
             turn.answer, turn.served, turn.sources = self._instead(turn)
             yield Revised(text=turn.answer)
         elif turn.cancelled:  # what the customer saw before pressing Stop
-            turn.answer = "" if self.parts.hold_until_checked else stream.shown_text.strip()
+            turn.answer = "" if hold else stream.shown_text.strip()
         else:
             if findings:
                 turn.answer = kept
-            if self.parts.hold_until_checked:  # checked whole: now it may be shown
+            if hold:  # checked whole: now it may be shown
                 yield turn.answer
         decision = (f"{len(turn.findings)} finding(s): " + ", ".join(f"{f['kind']}->{f['action']}"
                                                                      for f in turn.findings)

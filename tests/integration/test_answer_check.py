@@ -94,6 +94,22 @@ def test_a_cut_off_and_repeating_answer_is_replaced_whole_never_served_trimmed(s
     assert {"truncated", "repeated"} <= {f["kind"] for f in logged.findings}
 
 
+def test_an_answer_that_narrates_in_its_first_sentence_is_stopped_there_and_replaced_in_both_paths(scripted):
+    server, runtime = scripted
+    tail = " ".join(["Standard shipping costs $4.90 within the EU."] * 20) + " LASTWORD"
+    text = "The customer is asking how much shipping costs. " + tail
+    server.say(text).say(text)
+    streamed, pieces, whole = both_paths(runtime, SHIPPING, "narrates")
+    for response in (streamed, whole):
+        logged = row(runtime, response.request_id)
+        assert "customer is asking" not in response.answer and logged.served in ("draft_with_caveat", "human_offer")
+        found = [f for f in logged.findings if f["kind"] == "narration"]
+        assert found and found[0]["detail"].endswith("generation stopped")
+        # The chain stopped reading the stream once the first sentence settled it: the rest never arrived.
+        assert logged.rejected_text.startswith("The customer is asking") and "LASTWORD" not in logged.rejected_text
+    assert not any("customer is asking" in p for p in pieces)
+
+
 def test_an_answer_in_the_wrong_language_is_replaced_with_the_draft_and_a_notice_in_the_right_one(scripted):
     server, runtime = scripted
     server.say("Shipping costs $4.90 in the EU.")

@@ -33,6 +33,7 @@ def test_the_answer_eval_scores_every_final_answer_of_the_demo_shop_set(llm_serv
         assert r["answer"].strip() or r["served"] == "tool", r
         assert r["total_ms"] > 0 and (r["first_text_ms"] is None or r["first_text_ms"] <= r["total_ms"]), r
         assert isinstance(r["right"], bool) if r["in_scope"] else r["right"] is None, r
+        assert r["taken_back"] is False, r  # held until checked (the default, as the product): nothing taken back
         if r["served"] in LLM_TEXT:  # LLM text the customer read: its defects, and its key facts when answerable
             assert isinstance(r["defects"], list) and all(d["kind"] for d in r["defects"]), r
             assert r["recall"] is None or 0.0 <= r["recall"] <= 1.0, r

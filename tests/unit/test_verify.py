@@ -7,7 +7,16 @@ import csv
 
 import pytest
 
-from chains.verify import RELEVANCE_FLOOR, defects, fact_report, key_facts, off_topic, rewrite_verdict
+from chains.verify import (
+    RELEVANCE_FLOOR,
+    defects,
+    fact_report,
+    key_facts,
+    off_topic,
+    rewrite_verdict,
+    settled_defect,
+    settled_text,
+)
 from tests.conftest import REPO
 
 ANSWERS = {row["answer_id"]: row["answer"]
@@ -200,3 +209,32 @@ def test_a_question_said_back_as_a_statement_is_an_echo_and_a_yes_or_no_said_in_
     ]
     for question, answer in answered:
         assert "echo" not in {d.kind for d in defects(answer, message=question)}, answer
+
+
+def test_a_defect_in_a_finished_sentence_is_settled_and_one_in_an_unfinished_sentence_waits():
+    narrating = "The customer wants to change the size of the order. You can"
+    assert settled_defect(narrating, message=SWAP, context=[CHANGE]).kind == "narration"
+    assert settled_defect("You can change it while the customer", message=SWAP, context=[CHANGE]) is None
+    assert settled_text("Shipping costs $4.90 at northwind.example and takes 3.5") == ""  # no end with a space after
+    assert settled_text("我们免费退货。您可以") == "我们免费退货。"
+
+
+def test_every_settled_defect_is_one_the_whole_answer_has_whatever_follows():
+    context = [CHANGE]
+    starts = ["The customer is asking to swap a size. ", "I'm unable to assist with that request. ",
+              "Help-center context: orders can be edited. ", "Our new flagship store opens in Berlin next spring. "]
+    for start in starts:
+        found = settled_defect(start, message=SWAP, context=context)
+        assert found is not None, start
+        for tail in ("", "You can edit it under Account > Orders > Edit order while it is processing.",
+                     "Anything else?"):
+            assert found.kind in {d.kind for d in defects(start + tail, message=SWAP, context=context)}, start + tail
+
+
+def test_what_only_the_whole_answer_can_show_is_not_settled():
+    # A question said back, a cost question not yet answered: the next sentence may still answer it.
+    assert settled_defect("You want to swap the size on your order. ", message=SWAP, context=[CHANGE]) is None
+    assert settled_defect("Express shipping is available. ", message="how much is express shipping",
+                          context=[ANSWERS["express_shipping"]]) is None
+    # Without help-center text nothing is judged ungrounded, as in the whole answer.
+    assert settled_defect("Our new flagship store opens in Berlin next spring. ", message=SWAP, context=[]) is None
