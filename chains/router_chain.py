@@ -57,13 +57,16 @@ class RouterChain:
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
-                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False):
+                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False,
+                 stop_when_broken: bool = True):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
         ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py).
         ``brand``: who the answers speak for (the system prompt and the chain's own notices name it).
-        ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN)."""
+        ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN).
+        ``stop_when_broken``: stop generating an answer once its finished sentences hold a defect that no later
+        text removes (chains.verify.settled_defect)."""
         self.brand, self.remember_replaced = brand, remember_replaced
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
@@ -82,7 +85,8 @@ class RouterChain:
         # Serving: a turn the guard or the cache settled goes straight to the settled tier; every LCEL step costs
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
-        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, router=router, kb=kb, clarify=clarify,
+        parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, stop_when_broken=stop_when_broken,
+                          router=router, kb=kb, clarify=clarify,
                           brand=brand, db=db if run_tools else None)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}

@@ -130,7 +130,8 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
                         default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,
                         brand=Brand(settings.shop_name, settings.support_email),
-                        remember_replaced=settings.cache_replaced_answers)
+                        remember_replaced=settings.cache_replaced_answers,
+                        stop_when_broken=settings.llm_stop_when_broken)
     followups = Suggester(db, lambda: {e["answer_id"]: (e["title"], e.get("category", "")) for e in kb.entries()},
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None

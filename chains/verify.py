@@ -188,7 +188,8 @@ def settled_text(text: str) -> str:
 
 
 def settled_defect(text: str, *, message: str, context: Sequence[str]) -> Defect | None:
-    """A defect in the finished sentences of an answer still being written that no later text can take away, or
+    """A defect in the finished sentences of ``text``, an answer still being written (give all of it: a sentence
+    counts as finished once what follows its full stop has arrived), that no later text can take away, or
     None. Only the checks that hold for any continuation: a context label or the fence echoed, narration about the
     customer, a run of the customer's words parroted, a refusal, a sentence the help-center text does not ground
     (``context`` should already hold every stand-in the check may write, so a later one cannot ground it). The

@@ -108,6 +108,10 @@ class Settings(BaseSettings):
                                          "its checks (true), or stream it as it is written and replace it if it then "
                                          "fails (false: the first text comes sooner, but a customer may see text "
                                          "that is then taken back; with a strong model on a GPU host, turn it off).")
+    llm_stop_when_broken: bool = Field(True, description="Stop generating an LLM answer as soon as its finished "
+                                       "sentences hold a defect no later text removes (an echoed label, narration, a "
+                                       "refusal, an ungrounded sentence) and serve its replacement at once; false "
+                                       "lets every answer run to its end (the whole rejected text is logged).")
     llm_temperature: float | None = Field(None, ge=0.0, le=2.0, description="Sampling temperature of LLM answers "
                                           "a request does not set; unset: the engine's default (the model's generation "
                                           "config). 0 answers greedily: the same question, the same answer.")

@@ -47,7 +47,8 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
                        else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=llm,
                        db=None, run_tools=False, clarify=clarify,
-                       hold_until_checked=settings.llm_hold_until_checked)
+                       hold_until_checked=settings.llm_hold_until_checked,
+                       stop_when_broken=settings.llm_stop_when_broken)
 
 
 def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id: str = "") -> dict:

@@ -34,6 +34,7 @@ class TierParts:
 
     llm: Any = None                                 # chains.llm.base.LLM, or None without an LLM tier
     hold_until_checked: bool = False                # LLM answers shown only once checked whole
+    stop_when_broken: bool = True                   # stop generating an answer whose finished sentences fail
     router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
     kb: Any = None                                  # knowledge.base.KnowledgeBase: answers looked up by id
     clarify: bool = False                           # ask when the top answers are close (TANDEM_CLARIFY)

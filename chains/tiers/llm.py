@@ -116,8 +116,9 @@ class LLMTier(Tier):
                     continue
                 started = time.perf_counter()
                 shown = stream.feed(item)
-                if settled is None and not stream.stopped and (end := settled_end(stream.shown_text)) > checked:
-                    checked, settled = end, settled_defect(stream.shown_text[:end], message=turn.text, context=grounds)
+                if (self.parts.stop_when_broken and settled is None and not stream.stopped
+                        and (end := settled_end(stream.shown_text)) > checked):
+                    checked, settled = end, settled_defect(stream.shown_text, message=turn.text, context=grounds)
                 check_ms += (time.perf_counter() - started) * 1000
                 if shown and not hold:
                     yield shown

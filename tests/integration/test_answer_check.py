@@ -94,7 +94,8 @@ def test_a_cut_off_and_repeating_answer_is_replaced_whole_never_served_trimmed(s
     assert {"truncated", "repeated"} <= {f["kind"] for f in logged.findings}
 
 
-def test_an_answer_that_narrates_in_its_first_sentence_is_stopped_there_and_replaced_in_both_paths(scripted):
+def test_an_answer_that_narrates_in_its_first_sentence_is_stopped_there_and_replaced_unless_stopping_is_off(
+        scripted, settings, db, demo_kb):
     server, runtime = scripted
     tail = " ".join(["Standard shipping costs $4.90 within the EU."] * 20) + " LASTWORD"
     text = "The customer is asking how much shipping costs. " + tail
@@ -106,8 +107,21 @@ def test_an_answer_that_narrates_in_its_first_sentence_is_stopped_there_and_repl
         found = [f for f in logged.findings if f["kind"] == "narration"]
         assert found and found[0]["detail"].endswith("generation stopped")
         # The chain stopped reading the stream once the first sentence settled it: the rest never arrived.
-        assert logged.rejected_text.startswith("The customer is asking") and "LASTWORD" not in logged.rejected_text
+        # (at most a word more: the first sentence counts as finished once the space after its full stop arrives)
+        assert logged.rejected_text.startswith("The customer is asking") and "4.90" not in logged.rejected_text
     assert not any("customer is asking" in p for p in pieces)
+    # TANDEM_LLM_STOP_WHEN_BROKEN=false: the same answer is written to its end, then replaced
+    whole_runtime = make_runtime(settings.model_copy(update={
+        "llm_url": server.url, "llm_model": "scripted", "llm_retries": 0, "cache_replaced_answers": False,
+        "llm_stop_when_broken": False}), db, demo_kb, use_llm=True)
+    try:
+        server.say(text)
+        replaced = whole_runtime.service.answer(ChatRequest(message=SHIPPING, session_id="narrates-off",
+                                                            channel="api"))
+        assert "LASTWORD" in row(whole_runtime, replaced.request_id).rejected_text
+        assert row(whole_runtime, replaced.request_id).served == logged.served
+    finally:
+        whole_runtime.close()
 
 
 def test_an_answer_in_the_wrong_language_is_replaced_with_the_draft_and_a_notice_in_the_right_one(scripted):

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def runtime(llm_settings, db, demo_kb):
-    # Streamed as written: these tests watch the pieces and stop midway (holding until checked has a test of its own)
-    runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1", "llm_hold_until_checked": False}),
+    # Streamed as written, and to the end even when a finished sentence already fails a check: these tests watch the
+    # pieces and stop midway (holding until checked, and stopping a broken answer, have tests of their own)
+    runtime = make_runtime(llm_settings.model_copy(update={"vip_users": "vip-1", "llm_hold_until_checked": False,
+                                                           "llm_stop_when_broken": False}),
                            db, demo_kb, use_llm=True)
     yield runtime
     runtime.policy.save({"route_threshold": Thresholds.defaults(llm_settings).route_threshold,

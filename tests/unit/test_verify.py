@@ -217,6 +217,10 @@ def test_a_defect_in_a_finished_sentence_is_settled_and_one_in_an_unfinished_sen
     assert settled_defect("You can change it while the customer", message=SWAP, context=[CHANGE]) is None
     assert settled_text("Shipping costs $4.90 at northwind.example and takes 3.5") == ""  # no end with a space after
     assert settled_text("我们免费退货。您可以") == "我们免费退货。"
+    # A full stop counts once the space after it has arrived (the chain gives the whole text written so far).
+    echoed = "Based on the help-center context, the cotton towels suit a guest bathroom."
+    assert settled_defect(echoed, message="which towels for guests?", context=[CHANGE]) is None
+    assert settled_defect(echoed + " They", message="which towels for guests?", context=[CHANGE]).kind == "echo"
 
 
 def test_every_settled_defect_is_one_the_whole_answer_has_whatever_follows():
