@@ -73,7 +73,8 @@ def test_an_invented_link_and_phone_are_removed_in_both_paths(scripted):
 
 def test_an_invented_price_is_never_shown_and_the_draft_answers(scripted):
     server, runtime = scripted
-    text = "Shipping is quick. Express shipping costs only $2.50 today! Anything else?"
+    # The first sentence is the help center's own words: the answer is stopped by the invented price, nothing else
+    text = "Shipping within the EU is standard. Express shipping costs only $2.50 today! Anything else?"
     server.say(text).say(text)
     streamed, pieces, whole = both_paths(runtime, SHIPPING, "price")
     assert not any("2.50" in p for p in pieces)  # never on screen, not even for a moment
