@@ -66,7 +66,7 @@ class RouterChain:
         ``brand``: who the answers speak for (the system prompt and the chain's own notices name it).
         ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN).
         ``stop_when_broken``: stop generating an answer once its finished sentences hold a defect that no later
-        text removes (chains.verify.settled_defect)."""
+        text removes (chains.settled.settled_defect)."""
         self.brand, self.remember_replaced = brand, remember_replaced
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the

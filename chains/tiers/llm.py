@@ -14,9 +14,10 @@ from chains import answers
 from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of, written_stand_ins
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
+from chains.settled import SettledWatch
 from chains.tiers.base import Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, off_topic, rewrite_verdict, settled_defect, settled_end, without_citations
+from chains.verify import Defect, defects, off_topic, rewrite_verdict, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
 BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered")
@@ -103,12 +104,12 @@ class LLMTier(Tier):
                             turn.text, turn.thresholds.check_actions, answers.system_prompt(self.parts.brand))
         stream = StreamChecker(check)
         result: LLMResult | None = None
-        settled: Defect | None = None  # a defect in finished sentences that no later text can take away
         # Every stand-in the check may write counts as grounded here, and without help-center text nothing is
         # judged ungrounded, as at the end: so a sentence found ungrounded now is ungrounded in the whole answer.
-        grounds = [h.answer for h in turn.hits] + sorted(set(STAND_INS.values())) if turn.hits else []
-        hold = self.parts.hold_until_checked
-        check_ms, checked = 0.0, 0
+        watch = SettledWatch(turn.text, [h.answer for h in turn.hits] + sorted(set(STAND_INS.values()))
+                             if turn.hits else [])
+        settled: Defect | None = None  # a defect in finished sentences that no later text can take away
+        hold, check_ms = self.parts.hold_until_checked, 0.0
         try:
             for item in generated:
                 if isinstance(item, LLMResult):
@@ -116,9 +117,8 @@ class LLMTier(Tier):
                     continue
                 started = time.perf_counter()
                 shown = stream.feed(item)
-                if (self.parts.stop_when_broken and settled is None and not stream.stopped
-                        and (end := settled_end(stream.shown_text)) > checked):
-                    checked, settled = end, settled_defect(stream.shown_text, message=turn.text, context=grounds)
+                if self.parts.stop_when_broken and not stream.stopped:
+                    settled = watch.feed(stream.shown_text)
                 check_ms += (time.perf_counter() - started) * 1000
                 if shown and not hold:
                     yield shown
@@ -146,10 +146,8 @@ class LLMTier(Tier):
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
         # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
         context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
-        if settled is not None and not stream.stopped:
-            broken = [settled]
-        else:
-            broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
+        broken = [settled] if settled and not stream.stopped else \
+            [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
         if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
             broken.append(wrong)
         check_ms += (time.perf_counter() - started) * 1000

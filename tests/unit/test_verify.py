@@ -7,16 +7,8 @@ import csv
 
 import pytest
 
-from chains.verify import (
-    RELEVANCE_FLOOR,
-    defects,
-    fact_report,
-    key_facts,
-    off_topic,
-    rewrite_verdict,
-    settled_defect,
-    settled_text,
-)
+from chains.settled import settled_defect, settled_text
+from chains.verify import RELEVANCE_FLOOR, defects, fact_report, key_facts, off_topic, rewrite_verdict
 from tests.conftest import REPO
 
 ANSWERS = {row["answer_id"]: row["answer"]
