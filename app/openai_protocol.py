@@ -132,6 +132,7 @@ class TandemInfo(BaseModel):
     """Why this answer: not part of OpenAI's schema, so strict clients ignore it."""
 
     route: str
+    served: str = ""  # what the answer is: e.g. route llm, served human_offer (chains.schema.AnswerBadge)
     request_id: str
     degraded: bool = False
     fallback: bool = False

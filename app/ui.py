@@ -71,6 +71,8 @@ def route_badge(response: ChatResponse) -> str:
     """The line under every reply: route, degraded or not, latency, sources; plus 'why this route'."""
     total = response.latency_ms.get("total")
     parts = [f"route: {response.route}", "degraded" if response.degraded else "not degraded"]
+    if response.route == "llm" and response.served and response.served != "llm":
+        parts.insert(1, f"served: {response.served.replace('_', ' ')}")
     if response.fallback:
         parts.append("fallback")
     if total is not None:

@@ -212,7 +212,7 @@ class TandemService:
             fallback=turn.fallback, cancelled=turn.cancelled, trace=turn.trace,
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal,
-            options=turn.options, suggestions=turn.suggestions)
+            options=turn.options, suggestions=turn.suggestions, served=turn.served)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response

@@ -105,6 +105,7 @@ def test_an_answer_that_narrates_in_its_first_sentence_is_stopped_there_and_repl
     for response in (streamed, whole):
         logged = row(runtime, response.request_id)
         assert "customer is asking" not in response.answer and logged.served in ("draft_with_caveat", "human_offer")
+        assert response.served == logged.served  # the customer's badge says what the answer is, not only its route
         found = [f for f in logged.findings if f["kind"] == "narration"]
         assert found and found[0]["detail"].endswith("generation stopped")
         # The chain stopped reading the stream once the first sentence settled it: the rest never arrived.

@@ -26,8 +26,9 @@ def test_chat_happy_path_has_the_documented_shape(api):
     body = response.json()
     # The customer's badge: no scores, reasons or trace (those are for admin keys and the console).
     assert set(body) == {"request_id", "route", "answer", "sources", "reason", "latency_ms", "degraded", "fallback",
-                         "session_id"}
+                         "session_id", "served"}
     assert "password" in body["answer"].lower() and body["session_id"]
+    assert (body["route"], body["served"]) == ("small", "draft"), body
     row = request_row(body["request_id"])
     assert row.channel == "api" and row.user_id == "u-1"
 

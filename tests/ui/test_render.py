@@ -28,6 +28,17 @@ def test_why_is_one_customer_line_without_reasons_trace_or_scores():
     assert "p_llm" not in why and "tau" not in why and "cache: miss" not in why and "entries" not in why
 
 
+def test_an_llm_route_answer_that_is_not_the_assistants_text_says_what_it_is():
+    offered = route_badge(_response(route="llm", served="human_offer", sources=[]))
+    assert "route: llm · served: human offer · not degraded" in offered
+    assert "could not answer this reliably" in offered and "written by our assistant" not in offered
+    kept = route_badge(_response(route="llm", served="draft"))
+    assert "served: draft" in kept and "answered from our help center" in kept
+    written = route_badge(_response(route="llm", served="llm"))
+    assert "served:" not in written and "written by our assistant from our help center" in written
+    assert _response(route="llm", served="human_offer").badge()["served"] == "human_offer"
+
+
 def test_degraded_and_fallback_are_visible():
     badge = route_badge(_response(route="small", degraded=True, fallback=True))
     assert "route: small · degraded · fallback" in badge and 'class="route-badge degraded"' in badge
