@@ -23,7 +23,7 @@ from chains.rules import RuleBook
 from chains.schema import PREPARE_CHANNEL
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
-from core.encoders import BatchingEncoder, Encoder, load_encoder, threads_are_its_own
+from core.encoders import BatchingEncoder, Encoder, active_tuned_cascade, load_encoder, threads_are_its_own
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
@@ -77,10 +77,14 @@ def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
 
 
 def cascade_encoder(settings: Settings, name: str) -> Encoder:
-    """The cascade's stronger encoder as served. Its pass is rare and on the critical path of the message that asks
-    for it, so its ONNX session gets threads of its own (TANDEM_CASCADE_THREADS). Served by torch (before `tandem
-    models prepare` exported it) it keeps TANDEM_TORCH_THREADS: torch's count is process-wide, and more would change
-    the primary encoder's too."""
+    """The cascade's stronger encoder as served: the one `tandem kb tune` tuned on this data directory's KB when
+    there is one, else the base model. Its pass is rare and on the critical path of the message that asks for it,
+    so its ONNX session gets threads of its own (TANDEM_CASCADE_THREADS). Served by torch (before `tandem models
+    prepare` exported it) it keeps TANDEM_TORCH_THREADS: torch's count is process-wide, and more would change the
+    primary encoder's too."""
+    tuned = active_tuned_cascade(name, settings=settings)
+    if tuned is not None:
+        return serving(tuned)
     threads = settings.cascade_threads if threads_are_its_own(name, settings) else settings.torch_threads
     return serving(load_encoder(name, settings=settings.model_copy(update={"torch_threads": threads})))
 

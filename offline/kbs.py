@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from core.encoders import Encoder, TransformerEncoder, load_encoder
+from core.encoders import Encoder, TransformerEncoder, load_encoder, load_tuned_cascade
 from core.settings import get_settings
 from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.index import FusionParams
 from knowledge.throwaway import throwaway_kb
-from offline.encoder_tuning import tune_for_kb
+from offline.encoder_tuning import tune_for_kb, tuned_cascade_for_kb
 
 # Intent benchmarks are not shops: CLINC150's small talk, travel and banking intents and Banking77's card questions
 # are what the starter out-of-scope examples call unanswerable (knowledge.starter_examples), so their KBs go without.
@@ -33,7 +33,7 @@ def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool
              where: dict[str, str] | None = None, log: Callable[[str], None] = print,
              progress: bool = False, params: FusionParams | None = None) -> ChromaKnowledgeBase:
     """A throwaway KB from CSVs; with ``tune``, re-embedded by the encoder tuned on it (trained once per content).
-    With TANDEM_CASCADE_ENCODER set, its cascade too."""
+    With TANDEM_CASCADE_ENCODER set, its cascade too: with ``tune``, the cascade's encoder tuned on it as well."""
     base = load_encoder("minilm", settings=get_settings())
     cascade = cascade_encoder()
     kb = throwaway_kb(base, answers_csv, questions_csv, id_column=id_column, where=where, params=params,
@@ -44,5 +44,8 @@ def build_kb(answers_csv: Path, questions_csv: Path | None = None, *, tune: bool
     folder = tune_for_kb(kb, settings.home, progress=progress, log=log)
     tuned = TransformerEncoder(folder, "minilm-tuned", settings.torch_threads)
     tuned.passage_cache_path = settings.passage_cache_path  # the KB's stored texts were embedded once already
+    if cascade is not None:  # the cascade's encoder is tuned on the KB too, as `tandem kb tune` tunes it
+        cascade = load_tuned_cascade(tuned_cascade_for_kb(kb, settings, progress=progress, log=log),
+                                     settings.cascade_encoder, settings=settings)
     return ChromaKnowledgeBase(tuned, path=kb.path, collection=kb.collection_name, params=kb.params,
                                cascade_encoder=cascade)

@@ -55,9 +55,15 @@ def encoders_dir(home: Path) -> Path:
     return home / "encoders"
 
 
-def active_tuned_folder(home: Path) -> Path | None:
-    """The tuned encoder folder `tandem kb tune` made live for this data directory, or None."""
-    marker = encoders_dir(home) / ACTIVE_FILE
+def _marker(home: Path, base: str) -> Path:
+    """Where the live tuned folder of ``base`` is named: MiniLM's (the primary encoder) in ``active.json``, as
+    before there were others; a cascade encoder's in ``active-<name>.json``."""
+    return encoders_dir(home) / (ACTIVE_FILE if base == "minilm" else f"active-{base}.json")
+
+
+def active_tuned_folder(home: Path, base: str = "minilm") -> Path | None:
+    """The folder of ``base`` tuned on the KB that `tandem kb tune` made live for this data directory, or None."""
+    marker = _marker(home, base)
     if not marker.is_file():
         return None
     try:
@@ -66,9 +72,10 @@ def active_tuned_folder(home: Path) -> Path | None:
         return encoders_dir(home) / "unreadable-active.json"
 
 
-def set_active_tuned_folder(home: Path, folder: Path | None) -> None:
-    """Make ``folder`` the encoder of every process on this data directory (None: back to the base MiniLM)."""
-    marker = encoders_dir(home) / ACTIVE_FILE
+def set_active_tuned_folder(home: Path, folder: Path | None, base: str = "minilm") -> None:
+    """Make ``folder`` the ``base`` encoder of every process on this data directory (None: back to the base
+    model)."""
+    marker = _marker(home, base)
     if folder is None:
         marker.unlink(missing_ok=True)
         return
@@ -135,3 +142,29 @@ def load_encoder(name: str | None = None, home: Path | None = None, *, settings:
         fallback.problem = problem
         return fallback
     return encoder
+
+
+def load_tuned_cascade(folder: Path, name: str, *, settings: Settings) -> Encoder:
+    """The cascade encoder ``name`` tuned on a KB (``folder``), loaded once per process. Its ONNX session gets
+    TANDEM_CASCADE_THREADS of its own; served by torch it keeps TANDEM_TORCH_THREADS (process-wide). It is named by
+    its version, so a KB's sibling collection of its vectors is its own and a later tuning never reads them."""
+    version = folder_version(folder)
+    own = exported_file(folder, settings.home, settings.encoder_backend)[0] is not None
+    threads = settings.cascade_threads if own else settings.torch_threads
+    key = f"{folder}:{version}:{settings.encoder_backend}:{threads}:{settings.passage_cache_path}"
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            loaded = serving_encoder(folder, f"{name}-tuned-{version[:8]}", settings.home, settings.encoder_backend,
+                                     threads)
+            loaded.passage_cache_path = settings.passage_cache_path
+            _LOADED[key] = loaded
+        return _LOADED[key]
+
+
+def active_tuned_cascade(name: str, *, settings: Settings) -> Encoder | None:
+    """The cascade encoder ``name`` that `tandem kb tune` tuned on this data directory's KB and made live, or None
+    when there is none or its folder is incomplete (the base model serves then)."""
+    folder = active_tuned_folder(settings.home, name)
+    if folder is None or not (folder / "config.json").is_file() or not (folder / STAMP_FILE).is_file():
+        return None
+    return load_tuned_cascade(folder, name, settings=settings)

@@ -99,3 +99,34 @@ def test_the_setting_gives_the_served_kb_its_cascade_with_the_shipped_margin_and
     default = settings.model_copy(update={"kb_collection": "cascade_setting_kb"})
     assert default.cascade_encoder == ""  # off by default
     assert open_kb(default, load_encoder("minilm", settings=default))._snap.cascade is None
+
+
+def test_a_tuned_cascade_encoder_is_trained_on_the_kb_exported_and_served_once_made_live(settings, files, tmp_path):
+    from core.encoders import EXPORT_FILE, active_tuned_folder, export_dir, folder_version, set_active_tuned_folder
+    from offline.encoder_tuning import CASCADE_TUNING, tuned_cascade_for_kb
+
+    configured = settings.model_copy(update={"cascade_encoder": "mpnet", "kb_collection": "cascade_tuned_kb"})
+    minilm = load_encoder("minilm", settings=configured)
+    base = kb_of(minilm, tmp_path / "base", files)
+    folder = tuned_cascade_for_kb(base, configured, log=lambda _: None)
+    stamp = (folder / "tandem-encoder.json").read_text()
+    assert '"train_layers": 2' in stamp and CASCADE_TUNING.train_layers == 2 and folder.name.startswith("mpnet-kb-")
+    assert f'"version": "{folder_version(folder)}"' in (export_dir(folder, configured.home) / EXPORT_FILE).read_text()
+    assert tuned_cascade_for_kb(base, configured, log=lambda _: None) == folder  # the same KB: reused, not tuned again
+    try:
+        set_active_tuned_folder(configured.home, folder, "mpnet")
+        assert active_tuned_folder(configured.home, "mpnet") == folder
+        assert active_tuned_folder(configured.home) != folder  # MiniLM's own marker is another file
+        kb = open_kb(configured, minilm)
+        kb.ingest(files, progress=False)
+        served = kb._snap.cascade.encoder
+        assert served.name == f"mpnet-tuned-{folder_version(folder)[:8]}" and served.backend.startswith("onnx")
+        assert served.threads == configured.cascade_threads
+        # its vectors are the tuned model's, in a sibling collection of its own (a later tuning never reads them)
+        vectors = kb._snap.cascade.index.embeddings
+        assert vectors.shape == (len(kb._snap.index), 768)
+        assert abs(vectors @ served.encode_passages(kb._snap.index.texts[:1])[0])[0] > 0.999
+        assert kb._space_collections[CASCADE].name.endswith(served.name)
+    finally:
+        set_active_tuned_folder(configured.home, None, "mpnet")
+    assert open_kb(configured, minilm)._snap.cascade.encoder.name == "mpnet"  # reset: the base model again
