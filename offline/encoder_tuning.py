@@ -8,6 +8,9 @@ other positive in the batch is a negative), written out in plain PyTorch so no t
 Batches hold at most one pair per answer: two paraphrases of one answer in one batch would be pushed apart as
 negatives of each other (the false negatives that cost the first trial on this machine about a point).
 
+A deeper encoder (mpnet, 12 layers: the cascade's, ``CASCADE_TUNING``) learns in its top layers only
+(:class:`TopLayers`): the lower layers run once per KB text, so `tandem kb tune` stays within minutes.
+
 The tuned folder is a sentence-transformers folder like the base one, plus ``tandem-encoder.json`` (what it was
 tuned from, on which KB, with what result), so core.encoders loads it the same way and can name its version.
 """
