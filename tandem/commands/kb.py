@@ -76,7 +76,8 @@ def list_entries(search: Optional[str] = typer.Option(None, "--search", "-s", he
 
 
 @kb_cli.command("tune")
-def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base MiniLM (the tuned folder is kept)."),
+def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base MiniLM (and the base cascade "
+                                   "encoder); the tuned folders are kept."),
          progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
     """Adapt the encoder to this knowledge base (contrastive fine-tuning on its own questions and answers).
 
