@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -91,10 +92,17 @@ def _installed(problem: str, where: str) -> str:
 
 
 def _encoder_line(encoder) -> str:
-    """Which encoder serves, and on what: the ONNX export when its accuracy gate chose it, else torch."""
+    """Which encoder serves, on what (the ONNX export when its accuracy gate chose it, else torch), and what a short
+    message costs it here: the median of 5 messages, each new to it (a repeated one would be answered from memory)."""
     served = encoder.describe()
-    line = (f"{served['name']} {served['version']}, {encoder.encode_query('hello').shape[0]}-d, served by "
-            f"{served['backend']} on {encoder.threads} thread{'s' if encoder.threads > 1 else ''}")
+    dim = encoder.encode_query("hello").shape[0]
+    times = []
+    for n in range(5):
+        started = time.perf_counter()
+        encoder.encode_query(f"where is my order number {n} from last week")
+        times.append((time.perf_counter() - started) * 1000)
+    line = (f"{served['name']} {served['version']}, {dim}-d, served by {served['backend']} on {encoder.threads} "
+            f"thread{'s' if encoder.threads > 1 else ''}, {statistics.median(times):.1f} ms a short message here")
     return line + (f" ({served['problem']})" if served.get("problem") else "")
 
 

@@ -1,5 +1,7 @@
 """The `tandem` CLI as a user runs it: doctor, and one readable line for each broken setup."""
 
+import re
+
 import pytest
 
 from tests.conftest import run_cli
@@ -12,6 +14,8 @@ def test_doctor_finds_and_loads_both_models():
     encoder_line = next(line for line in result.stdout.splitlines() if "encoder" in line and "-d" in line)
     assert encoder_line.lstrip().startswith("ok   encoder") and "minilm" in encoder_line and "384-d" in encoder_line
     assert any(f"served by {backend}" in encoder_line for backend in ("onnx-int8", "onnx", "torch")), encoder_line
+    cost = re.search(r", ([\d.]+) ms a short message here", encoder_line)  # what it costs, not only which it is
+    assert cost and 0 < float(cost.group(1)) < 1000, encoder_line
     assert "ok   load smollm2" in result.stdout
     # which LLM serves, how large, from where; the other stand-in is listed but never required
     assert "ok   LLM: smollm2 = SmolLM2-135M-Instruct, 135M parameters" in result.stdout
