@@ -28,7 +28,8 @@ def test_chat_happy_path_has_the_documented_shape(api):
     assert set(body) == {"request_id", "route", "answer", "sources", "reason", "latency_ms", "degraded", "fallback",
                          "session_id", "served"}
     assert "password" in body["answer"].lower() and body["session_id"]
-    assert (body["route"], body["served"]) == ("small", "draft"), body
+    # what the customer reads: the KB's draft, or the same answer from the cache when another test asked it first
+    assert (body["route"], body["served"]) in {("small", "draft"), ("cache", "cache")}, body
     row = request_row(body["request_id"])
     assert row.channel == "api" and row.user_id == "u-1"
 
