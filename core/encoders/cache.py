@@ -72,6 +72,11 @@ def active_tuned_folder(home: Path, base: str = "minilm") -> Path | None:
         return encoders_dir(home) / "unreadable-active.json"
 
 
+def is_whole(folder: Path) -> bool:
+    """Whether a tuned folder was written to its end (its config and the stamp written last)."""
+    return (folder / "config.json").is_file() and (folder / STAMP_FILE).is_file()
+
+
 def set_active_tuned_folder(home: Path, folder: Path | None, base: str = "minilm") -> None:
     """Make ``folder`` the ``base`` encoder of every process on this data directory (None: back to the base
     model)."""
@@ -93,7 +98,7 @@ def resolve(name: str | None, home: Path | None, settings: Settings) -> tuple[st
     folder = active_tuned_folder(home or settings.home)
     if folder is None:
         return "minilm", None, ""
-    if not (folder / "config.json").is_file() or not (folder / STAMP_FILE).is_file():
+    if not is_whole(folder):
         return "minilm", None, (f"the tuned encoder {folder} is missing or incomplete; using the base MiniLM. "
                                 "Fix: `tandem kb tune` (or `tandem kb tune --reset` to stay on the base)")
     return "tuned", folder, ""
@@ -165,6 +170,6 @@ def active_tuned_cascade(name: str, *, settings: Settings) -> Encoder | None:
     """The cascade encoder ``name`` that `tandem kb tune` tuned on this data directory's KB and made live, or None
     when there is none or its folder is incomplete (the base model serves then)."""
     folder = active_tuned_folder(settings.home, name)
-    if folder is None or not (folder / "config.json").is_file() or not (folder / STAMP_FILE).is_file():
+    if folder is None or not is_whole(folder):
         return None
     return load_tuned_cascade(folder, name, settings=settings)

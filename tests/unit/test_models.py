@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from core import encoders, model_files
+from core import encoders, model_files, wheel_files
 from core.model_files import ModelError
 from core.settings import get_settings
 
@@ -101,11 +101,11 @@ def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the
     folder.mkdir()
     (folder / "model.safetensors").write_bytes(b"x")
     (folder / model_files.STAMP_FILE).write_text('{"source": "/old/SmolLM2.gguf", "size": 10}')  # a stamp from before dtypes
-    assert model_files._stamp_matches(folder, {"size": 10})
-    assert not model_files._stamp_matches(folder, {"size": 11})  # another version of the wheel
-    assert not model_files._stamp_matches(folder, {"size": 10, "dtype": "bfloat16"})
+    assert wheel_files.stamp_matches(folder, {"size": 10})
+    assert not wheel_files.stamp_matches(folder, {"size": 11})  # another version of the wheel
+    assert not wheel_files.stamp_matches(folder, {"size": 10, "dtype": "bfloat16"})
     (folder / model_files.STAMP_FILE).write_text("{half")
-    assert not model_files._stamp_matches(folder, {"size": 10})
+    assert not wheel_files.stamp_matches(folder, {"size": 10})
 
 
 def test_an_unconverted_stand_in_says_how_to_select_and_prepare_it(tmp_path):
