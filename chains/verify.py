@@ -153,6 +153,8 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("refusal", match.group(0)))
     if answerable and _asks_cost(message) and not _COST_ANSWER.search(text):
         found.append(Defect("unanswered", "asked what it costs; the answer names no amount and nothing free"))
+    elif _courtesy_only(text, message):
+        found.append(Defect("unanswered", "a question answered with courtesy words only"))
     if repeats := _dedupe(text)[1]:
         found.append(Defect("repeated", repeats[0][:80]))
     if finish_reason == "length" or _CUT_OFF.search(without_citations(text)):
@@ -271,6 +273,18 @@ def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: st
 # An answer restates the help-center text it was given: most of its content words come from it. The customer's own
 # words do not count: "Yes, we are hiring warehouse staff." and "Yes, our cotton T-shirts are made under fair-trade
 # conditions." (in place of a care-instructions draft) took all theirs from the message and invented the rest.
+MIN_QUESTION_TOKENS = 4  # "how are you?" may be answered with courtesy alone
+
+
+def _courtesy_only(answer: str, message: str) -> bool:
+    """A question that asks for something, answered with courtesy alone: "Thank you!" for "how do you say thank you
+    in Japanese" (make eval, 2026-12-06), "Sure! How can I help?". No content word, no number, no yes or no. Small
+    talk that is not a question ("I'm bored, just talk to me") may be answered so."""
+    body = without_citations(answer).strip()
+    return (len(_TOKEN.findall(message)) >= MIN_QUESTION_TOKENS and bool(_QUESTION.search(message))
+            and not _content_words(body) and not re.search(r"\d", body) and not _VERDICT.search(body))
+
+
 GROUNDED_SHARE = 0.4
 MIN_CONTENT_WORDS = 3  # "Good morning! How can I help?" says nothing to ground
 _FUNCTION_WORDS = frozenset((

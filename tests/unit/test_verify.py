@@ -144,6 +144,19 @@ def test_a_cost_question_answered_without_an_amount_or_free_is_unanswered():
     assert "unanswered" not in {d.kind for d in defects(how_to_cancel, message="how do I cancel my order?")}
 
 
+def test_a_question_answered_with_courtesy_alone_is_unanswered_and_small_talk_answered_so_is_not():
+    def kinds(answer: str, message: str) -> set[str]:
+        return {d.kind for d in defects(answer, message=message, answerable=False)}
+
+    assert "unanswered" in kinds("Thank you!", "how do you say thank you in Japanese")
+    assert "unanswered" in kinds("Sure! How can I help?", "what is your returns address please")
+    assert "unanswered" not in kinds("Great! I'm here to help. What would you like to talk about?",
+                                     "I'm bored, just talk to me for a bit")
+    assert "unanswered" not in kinds("Yes!", "do you ship to Canada on weekends")
+    assert "unanswered" not in kinds("I'm doing great, thanks for asking!", "how are you?")
+    assert "unanswered" not in kinds("Returns go to Northwind, 12 Dock Road.", "what is your returns address please")
+
+
 def test_a_short_question_answered_with_itself_is_an_echo_and_a_returned_greeting_is_not():
     assert "echo" in {d.kind for d in defects("Tracking link for my order?", message="tracking link for my order?")}
     assert "echo" not in {d.kind for d in defects("Good night!", message="good night")}
