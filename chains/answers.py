@@ -235,7 +235,7 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
 
 
 def llm_messages_system_turn(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
-                             draft: str | None = None) -> list[dict[str, str]]:
+                             draft: str | None = None, brand: Brand = DEFAULT_BRAND) -> list[dict[str, str]]:
     """The other shape measured (not served): the customer's message as a user turn of its own, as written, and the
     help-center text in a system turn just before it."""
     language = REPLY_LANGUAGE[language_of(query)]
@@ -248,7 +248,7 @@ def llm_messages_system_turn(query: str, hits: Sequence[Any], history: Sequence[
         context = (f"Help-center entries that may be relevant:\n{context_block(hits)}\n\n"
                    "Reply to the customer's next message using only these entries. If they do not answer it, say so in "
                    "one sentence and offer to pass the question to a human colleague.")
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    messages = [{"role": "system", "content": system_prompt(brand)}]
     messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
     messages.append({"role": "system", "content": f"{context} Reply in {language}, in at most three sentences."})
     messages.append({"role": "user", "content": query})
