@@ -206,4 +206,20 @@ def courtesy(text: str, user_id: str, db: Database) -> ToolResult:
     return ToolResult(COURTESY_REPLIES[language_of(text)][kind], {"kind": kind})
 
 
-TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {"order_status": order_status, "courtesy": courtesy}
+# Whoever asks whether they are talking to a machine is told so, plainly, with the way to a person: a customer has a
+# right to know (the EU AI Act's transparency duty for chatbots), and the help center has no answer to cite, so the
+# LLM's reply was replaced by "I'm not sure our help center covers that" (make demo, 2026-12-06).
+ASSISTANT_REPLIES = {
+    "en": "I'm an automated assistant: I answer from our help center. A colleague can take over at any time: press "
+          "\"Talk to a human\".",
+    "zh": "我是自动客服助手，根据帮助中心的内容回答问题。如需人工服务，可随时点击“Talk to a human”。",
+}
+
+
+def assistant_identity(text: str, user_id: str, db: Database) -> ToolResult:
+    """The answer to "are you a bot?": an automated assistant, and how to reach a person, in the message's language."""
+    return ToolResult(ASSISTANT_REPLIES[language_of(text)], {"kind": "assistant_identity"})
+
+
+TOOLS: dict[str, Callable[[str, str, Database], ToolResult]] = {
+    "order_status": order_status, "courtesy": courtesy, "assistant_identity": assistant_identity}

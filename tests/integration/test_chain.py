@@ -133,6 +133,16 @@ def test_a_greeting_or_thanks_alone_gets_a_courteous_reply_from_the_courtesy_rul
     assert asked.route == "small" and asked.sources  # courtesy and a question: the question is answered
 
 
+def test_are_you_a_bot_is_answered_by_the_assistant_identity_rule_without_the_llm(service):
+    from chains.rules import ASSISTANT_REPLIES
+
+    for text, language in (("are you a real person or a bot?", "en"), ("你是机器人吗？", "zh")):
+        reply = ask(service, text, session=f"identity-{language}")
+        assert reply.route == "tool" and reply.answer == ASSISTANT_REPLIES[language], (text, reply.answer)
+        logged = row(service, reply.request_id)
+        assert "rule: assistant-identity -> tool assistant_identity" in logged.reasons and not logged.model
+
+
 def test_live_threshold_change_changes_the_decision_without_restart(runtime, service, settings):
     """The decision flips; the route itself (small -> llm) is tested with the live LLM in test_chain_llm.py."""
     query = "Do you ship to Canada, and what would customs cost for a sofa?"

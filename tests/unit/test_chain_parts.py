@@ -219,6 +219,28 @@ def test_courtesy_with_anything_more_goes_to_the_router(text):
     assert _rule_for(text) is None
 
 
+@pytest.mark.parametrize("text", ["are you a real person or a bot?", "Are you a bot?", "am I talking to a real person?",
+                                  "is this a bot?", "hi, are you an AI?", "你是机器人吗？", "你是机器人还是真人",
+                                  "您是人工客服吗"])
+def test_asking_whether_it_is_a_machine_gets_the_assistants_own_answer(text):
+    assert _rule_for(text) == "assistant-identity"
+
+
+@pytest.mark.parametrize("text", ["are you a bot? where is my parcel", "are you open on sunday?",
+                                  "is this a real leather bag?", "are you a person who can help with returns?", "转人工"])
+def test_a_question_that_only_starts_like_are_you_a_bot_goes_on(text):
+    assert _rule_for(text) != "assistant-identity"
+
+
+def test_the_assistant_says_it_is_automated_and_how_to_reach_a_person_in_the_customers_language():
+    from chains.rules import ASSISTANT_REPLIES, assistant_identity
+
+    english, chinese = assistant_identity("are you a bot?", "", None), assistant_identity("你是机器人吗？", "", None)
+    assert english.answer == ASSISTANT_REPLIES["en"] and "automated assistant" in english.answer
+    assert "Talk to a human" in english.answer and chinese.answer == ASSISTANT_REPLIES["zh"]
+    assert "自动客服助手" in chinese.answer
+
+
 @pytest.mark.parametrize("text, kind, language", [
     ("hi there", "greeting", "en"), ("how are you today?", "how_are_you", "en"), ("thanks a lot!", "thanks", "en"),
     ("thanks, that's all", "bye", "en"), ("您好", "greeting", "zh"), ("谢谢你的帮助！", "thanks", "zh"),
