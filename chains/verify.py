@@ -53,7 +53,7 @@ _CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
 
 DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "ungrounded",
-                "off_topic", "unanswered", "empty", "contradiction")
+                "off_topic", "unanswered", "empty", "contradiction", "copied")
 
 
 @dataclass(frozen=True)
@@ -350,6 +350,31 @@ def ungrounded_statement(text: str, context: Sequence[str]) -> str:
         if ((len(said) >= MIN_STATEMENT_WORDS and len(said & known) / len(said) < STATEMENT_SHARE)
                 or (judged and judged.group(0).lower() not in joined.lower())):
             return sentence.strip()[:160]
+    return ""
+
+
+# An LLM answer that is one help-center answer copied whole is that answer served as a draft. The router sent the
+# message to the LLM because no help-center answer fits it, so a copy goes against that judgement with nothing new:
+# "你们的毛巾是纯棉的吗？" (are your towels pure cotton?) got the wrong-item answer, word for word (make demo,
+# 2026-12-06). A copy is COPIED_SHARE of the answer's tokens or more in runs of COPY_RUN that one answer has in the
+# same order; an answer that adapts a help-center answer to the message changes more than that.
+COPY_RUN, COPIED_SHARE, MIN_COPIED_TOKENS = 6, 0.8, 12
+
+
+def copied_answer(answer: str, entries: Sequence[str]) -> str:
+    """The start of the help-center answer in ``entries`` that ``answer`` copies whole, or ""."""
+    said = _TOKEN.findall(without_citations(answer).lower())
+    if len(said) < MIN_COPIED_TOKENS:
+        return ""
+    for entry in entries:
+        have = _TOKEN.findall(entry.lower())
+        runs = {tuple(have[i:i + COPY_RUN]) for i in range(len(have) - COPY_RUN + 1)}
+        covered: set[int] = set()
+        for i in range(len(said) - COPY_RUN + 1):
+            if tuple(said[i:i + COPY_RUN]) in runs:
+                covered.update(range(i, i + COPY_RUN))
+        if len(covered) >= COPIED_SHARE * len(said):
+            return entry[:80]
     return ""
 
 

@@ -17,10 +17,10 @@ from chains.schema import Revised
 from chains.settled import SettledWatch
 from chains.tiers.base import Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, off_topic, rewrite_verdict, without_citations
+from chains.verify import Defect, copied_answer, defects, off_topic, rewrite_verdict, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered")
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered", "copied")
 SETTLED_NOTE = ", found while it was written: generation stopped"
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
@@ -150,6 +150,8 @@ class LLMTier(Tier):
             broken = [settled]
         else:
             broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
+        if not broken and not turn.cancelled and not stream.stopped and (copy := self._copied(turn, kept)):
+            broken.append(copy)
         if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
             broken.append(wrong)
         check_ms += (time.perf_counter() - started) * 1000
@@ -179,6 +181,14 @@ class LLMTier(Tier):
         turn.note("check", decision, findings=turn.findings, escalated=escalate)
         yield turn
 
+    def _copied(self, turn: Turn, text: str) -> Defect | None:
+        """A help-center answer copied whole, where the router found that none fits the message (a caller's choice
+        of the LLM is no such judgement)."""
+        no_fit = turn.request.mode == "routed" and bool(turn.hits) and not self._draft_fits(turn)
+        entry = copied_answer(text, [h.answer for h in turn.hits]) if no_fit else ""
+        return Defect("copied", f"a copy of the help-center answer the router found not to fit: {entry}") \
+            if entry else None
+
     def _off_topic(self, turn: Turn, text: str) -> Defect | None:
         """Whether the answer is about something else than the message, in the message's own vector space (the
         answer embedded once, about 5 ms, only for an LLM answer that passed every other check)."""
@@ -197,14 +207,16 @@ class LLMTier(Tier):
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
-        # The draft fits when the router, at the tau its training chose, would have kept the message on the KB,
-        # whatever tau the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle
-        # would you recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule.
-        fitted = (turn.router or self.parts.router()).fitted_thresholds().get("route_threshold", 0.5)
-        fits = bool(turn.hits) and turn.scores.get("p_llm", 1.0) < min(0.5, fitted)
-        if fits:
+        if self._draft_fits(turn):
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []
+
+    def _draft_fits(self, turn: Turn) -> bool:
+        """Whether the router, at the tau its training chose, would have kept the message on the KB, whatever tau
+        the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle would you
+        recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule."""
+        fitted = (turn.router or self.parts.router()).fitted_thresholds().get("route_threshold", 0.5)
+        return bool(turn.hits) and turn.scores.get("p_llm", 1.0) < min(0.5, fitted)
 
     def _draft(self, turn: Turn) -> answers.Draft:
         return turn.draft or answers.draft_answer(turn.text, turn.hits, self.parts.brand)

@@ -149,6 +149,23 @@ def test_the_operators_policy_can_hand_off_instead(scripted):
     assert len(handoffs) == 1 and "amount" in handoffs[0].note
 
 
+def test_a_help_center_answer_copied_whole_is_replaced_only_where_the_router_found_none_fits(scripted, demo_kb):
+    server, runtime = scripted
+    # Out of scope: the router finds no help-center answer fits, and the model copies the nearest one word for word
+    towels = "my sister says your towels are the softest she has owned, is that true?"
+    nearest = demo_kb.search(towels)[0].answer
+    server.say(nearest)
+    replaced = runtime.service.answer(ChatRequest(message=towels, session_id="copied-1", channel="api"))
+    logged = row(runtime, replaced.request_id)
+    assert logged.served == "human_offer" and nearest not in replaced.answer, logged.reasons
+    assert "copied" in {f["kind"] for f in logged.findings} and logged.rejected_text == nearest
+    # In scope (the route threshold is 0 here, but the router's own would keep it on the KB): a copy is the answer
+    shipping = demo_kb.search(SHIPPING)[0].answer
+    server.say(shipping)
+    kept = runtime.service.answer(ChatRequest(message=SHIPPING, session_id="copied-2", channel="api"))
+    assert kept.route == "llm" and row(runtime, kept.request_id).served == "llm" and shipping in kept.answer
+
+
 def test_the_check_is_counted_in_prometheus(scripted):
     from prometheus_client import REGISTRY
 

@@ -157,6 +157,21 @@ def test_a_question_answered_with_courtesy_alone_is_unanswered_and_small_talk_an
     assert "unanswered" not in kinds("Returns go to Northwind, 12 Dock Road.", "what is your returns address please")
 
 
+def test_a_help_center_answer_copied_whole_is_found_and_one_adapted_to_the_message_is_not():
+    from chains.verify import copied_answer
+
+    wrong_item = ("Sorry about the mix-up! Report it within 14 days of delivery under Account > Orders > Report a "
+                  "problem, and we'll email you a free return label.")
+    review = "Please go to the product page on our site and click the Write a Review button."
+    assert copied_answer(wrong_item, [review, wrong_item]) == wrong_item[:80]
+    assert copied_answer(f"{wrong_item}\n\nSources: [1] I received the wrong item", [wrong_item])
+    adapted = "Sure! Open the headphones' page on our site, then press Write a Review to rate them."
+    assert copied_answer(adapted, [review]) == ""
+    assert copied_answer("Sorry about the mix-up!", [wrong_item]) == ""  # too short to call a copy
+    zh = "抱歉给您发错了货！请在签收后14天内通过“我的账户 > 订单 > 报告问题”反馈，我们会通过邮件发送免费退货标签。"
+    assert copied_answer(zh, [zh + "您反馈后，我们会立即用加急配送免费寄出正确的商品。"])
+
+
 def test_a_short_question_answered_with_itself_is_an_echo_and_a_returned_greeting_is_not():
     assert "echo" in {d.kind for d in defects("Tracking link for my order?", message="tracking link for my order?")}
     assert "echo" not in {d.kind for d in defects("Good night!", message="good night")}
