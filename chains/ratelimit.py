@@ -1,7 +1,9 @@
 """Rate limits a caller cannot dodge, and the LLM's token budget, on the maintained ``limits`` library.
 
 Messages are counted per client address, per API key, per signed customer and in total, in a sliding one-minute
-window. Every key is one the caller cannot choose: the address is the connection's (or a trusted proxy's
+window (a counter that weighs the previous minute's count by how much of it is left: near a minute's boundary one
+message more may pass; a moving window would be exact, but its memory storage keeps an empty list for every caller
+ever seen). Every key is one the caller cannot choose: the address is the connection's (or a trusted proxy's
 X-Forwarded-For), the key and the customer are verified. The unsigned ``user_id`` and the session id are not keys,
 so changing them gains nothing, and nobody can lock a customer out by claiming to be them.
 

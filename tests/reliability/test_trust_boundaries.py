@@ -162,12 +162,17 @@ def test_another_callers_session_id_opens_a_new_session(trust_app):
 def test_one_address_cannot_dodge_its_limit_by_changing_labels_sessions_or_keys(trust_app):
     url, home, keys = trust_app
     statuses = []
-    for i in range(PER_ADDRESS + 2):
+    for i in range(PER_ADDRESS + 4):
         response = call(url, "/api/v1/chat", {"message": "How do I reset my password?", "user_id": f"user-{i}",
                                               "session_id": f"dodge-{i}"},
                         key=keys["chat"] if i % 2 else keys["chat2"], address="192.0.2.77")
         statuses.append(response.status_code)
-    assert statuses[:PER_ADDRESS] == [200] * PER_ADDRESS and statuses[PER_ADDRESS:] == [429, 429], statuses
+    # The limit is a sliding-window counter (chains/ratelimit.py): it weighs the previous minute's count by how much
+    # of that minute is left, so a burst that crosses the minute's boundary may get one message more through (CI,
+    # 2026-12-06: [200] * 6 + [429]). New labels, sessions and keys gain nothing: the rest is refused.
+    accepted = statuses.index(429)
+    assert accepted in (PER_ADDRESS, PER_ADDRESS + 1) and statuses[:accepted] == [200] * accepted, statuses
+    assert statuses[accepted:] == [429] * (len(statuses) - accepted), statuses
     refused = response.json()
     assert "wait" in refused["error"] and response.headers["retry-after"].isdigit()
     assert rows(home, "SELECT route FROM requests WHERE id = ?", refused["request_id"]) == [("guard",)]
