@@ -270,9 +270,6 @@ def rewrite_verdict(draft: str, rewrite: str, *, message: str, finish_reason: st
     return RewriteVerdict(True)
 
 
-# An answer restates the help-center text it was given: most of its content words come from it. The customer's own
-# words do not count: "Yes, we are hiring warehouse staff." and "Yes, our cotton T-shirts are made under fair-trade
-# conditions." (in place of a care-instructions draft) took all theirs from the message and invented the rest.
 MIN_QUESTION_TOKENS = 4  # "how are you?" may be answered with courtesy alone
 
 
@@ -285,6 +282,9 @@ def _courtesy_only(answer: str, message: str) -> bool:
             and not _content_words(body) and not re.search(r"\d", body) and not _VERDICT.search(body))
 
 
+# An answer restates the help-center text it was given: most of its content words come from it. The customer's own
+# words do not count: "Yes, we are hiring warehouse staff." and "Yes, our cotton T-shirts are made under fair-trade
+# conditions." (in place of a care-instructions draft) took all theirs from the message and invented the rest.
 GROUNDED_SHARE = 0.4
 MIN_CONTENT_WORDS = 3  # "Good morning! How can I help?" says nothing to ground
 _FUNCTION_WORDS = frozenset((
@@ -351,52 +351,6 @@ def ungrounded_statement(text: str, context: Sequence[str]) -> str:
                 or (judged and judged.group(0).lower() not in joined.lower())):
             return sentence.strip()[:160]
     return ""
-
-
-# An LLM answer that is one help-center answer copied whole is that answer served as a draft. The router sent the
-# message to the LLM because no help-center answer fits it, so a copy goes against that judgement with nothing new:
-# "你们的毛巾是纯棉的吗？" (are your towels pure cotton?) got the wrong-item answer, word for word (make demo,
-# 2026-12-06). A copy is COPIED_SHARE of the answer's tokens or more in runs of COPY_RUN that one answer has in the
-# same order; an answer that adapts a help-center answer to the message changes more than that.
-COPY_RUN, COPIED_SHARE, MIN_COPIED_TOKENS = 6, 0.8, 12
-
-
-def copied_answer(answer: str, entries: Sequence[str]) -> str:
-    """The start of the help-center answer in ``entries`` that ``answer`` copies whole, or ""."""
-    said = _TOKEN.findall(without_citations(answer).lower())
-    if len(said) < MIN_COPIED_TOKENS:
-        return ""
-    for entry in entries:
-        have = _TOKEN.findall(entry.lower())
-        runs = {tuple(have[i:i + COPY_RUN]) for i in range(len(have) - COPY_RUN + 1)}
-        covered: set[int] = set()
-        for i in range(len(said) - COPY_RUN + 1):
-            if tuple(said[i:i + COPY_RUN]) in runs:
-                covered.update(range(i, i + COPY_RUN))
-        if len(covered) >= COPIED_SHARE * len(said):
-            return entry[:80]
-    return ""
-
-
-# An answer is about the message: its similarity to the message, in the message's own vector space (the answer
-# embedded as a passage), is at least the floor, or it shares a content word with it. Fitted on development
-# messages and their right KB answers (scripts/relevance_floor.py): at these floors about 1 % of right answers
-# would be flagged, and about half of answers to a different question (demo dev, English, MiniLM: 0.15; Chinese
-# valid, multilingual-e5-small, whose similarities all sit high: 0.84). Per encoder name: an encoder not listed
-# has no floor (the check is off for it) until the script is run for it.
-RELEVANCE_FLOOR = {"minilm": 0.15, "e5": 0.84}
-
-
-def off_topic(message: str, answer: str, similarity: float | None, encoder: str) -> Defect | None:
-    """A defect when the answer is about something else than the message (the nearest help-center text of a
-    message the help center does not cover, answered as if it did: "do you ever get tired?" got the student
-    discount)."""
-    floor = RELEVANCE_FLOOR.get(encoder, RELEVANCE_FLOOR.get(encoder.split("-")[0]))  # "minilm-tuned": MiniLM's
-    if similarity is None or floor is None or similarity >= floor:
-        return None
-    if {_stem(w) for w in _content_words(message)} & {_stem(w) for w in _content_words(without_citations(answer))}:
-        return None
-    return Defect("off_topic", f"similarity {similarity:.2f} to the message, no word of it in common")
 
 
 def _words(text: str) -> set[str]:

@@ -58,7 +58,7 @@ class Outcome:
     total_ms: float = 0.0
     error: str = ""
     rejected_text: str = ""       # LLM text the chain did not serve (a rejected rewrite, a replaced answer)
-    relevance: float | None = None  # the LLM answer's similarity to the message (chains.verify.off_topic)
+    relevance: float | None = None  # the LLM answer's similarity to the message (chains.answer_fit.off_topic)
     taken_back: bool = False      # LLM text the customer saw, then replaced (TANDEM_LLM_HOLD_UNTIL_CHECKED)
 
 

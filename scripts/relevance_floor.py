@@ -1,4 +1,4 @@
-"""Fit the answer-relevance floors of chains/verify.py (RELEVANCE_FLOOR) on development messages only.
+"""Fit the answer-relevance floors of chains/answer_fit.py (RELEVANCE_FLOOR) on development messages only.
 
 For each in-scope development message, the similarity of the message to its right KB answer (the answer embedded
 as a passage, as the LLM tier embeds an answer) and to a KB answer of another question, and whether they share a

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from chains import answers
+from chains.answer_fit import copied_answer, off_topic
 from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sources_of, written_stand_ins
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
 from chains.settled import SettledWatch
 from chains.tiers.base import Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, copied_answer, defects, off_topic, rewrite_verdict, without_citations
+from chains.verify import Defect, defects, rewrite_verdict, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
 BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered", "copied")
@@ -144,16 +145,7 @@ class LLMTier(Tier):
         findings = stream.findings + [f for f in verdict.findings if f.kind not in CLAIM_KINDS]
         self.finish_llm(turn, result.model_copy(update={"cancelled": result.cancelled and not cancelled_by_check}))
         kept = "" if turn.cancelled else _cleaned(stream.shown_text, verdict.text, findings)
-        # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
-        context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
-        if settled is not None and not stream.stopped:
-            broken = [settled]
-        else:
-            broken = [] if turn.cancelled or stream.stopped else _broken(kept, turn.text, findings, context)
-        if not broken and not turn.cancelled and not stream.stopped and (copy := self._copied(turn, kept)):
-            broken.append(copy)
-        if not broken and not turn.cancelled and not stream.stopped and (wrong := self._off_topic(turn, kept)):
-            broken.append(wrong)
+        broken = self._unfit(turn, kept, findings, settled, stream.stopped)
         check_ms += (time.perf_counter() - started) * 1000
         turn.latency_ms["check"] = round(check_ms, 3)
         if rest and not broken and not hold:
@@ -180,6 +172,20 @@ class LLMTier(Tier):
                     if turn.findings else "no unsupported claim")
         turn.note("check", decision, findings=turn.findings, escalated=escalate)
         yield turn
+
+    def _unfit(self, turn: Turn, kept: str, findings: list, settled: Defect | None, stopped: bool) -> list[Defect]:
+        """Why the checked answer may not be shown: the defect found while it was written, else its customer-visible
+        defects, else a help-center answer copied whole, else an answer about something else than the message."""
+        if settled is not None and not stopped:
+            return [settled]
+        if turn.cancelled or stopped:
+            return []
+        # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
+        context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
+        if broken := _broken(kept, turn.text, findings, context):
+            return broken
+        wrong = self._copied(turn, kept) or self._off_topic(turn, kept)
+        return [wrong] if wrong else []
 
     def _copied(self, turn: Turn, text: str) -> Defect | None:
         """A help-center answer copied whole, where the router found that none fits the message (a caller's choice

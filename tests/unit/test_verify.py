@@ -7,8 +7,9 @@ import csv
 
 import pytest
 
+from chains.answer_fit import RELEVANCE_FLOOR, off_topic
 from chains.settled import settled_defect, settled_text
-from chains.verify import RELEVANCE_FLOOR, defects, fact_report, key_facts, off_topic, rewrite_verdict
+from chains.verify import defects, fact_report, key_facts, rewrite_verdict
 from tests.conftest import REPO
 
 ANSWERS = {row["answer_id"]: row["answer"]
@@ -158,7 +159,7 @@ def test_a_question_answered_with_courtesy_alone_is_unanswered_and_small_talk_an
 
 
 def test_a_help_center_answer_copied_whole_is_found_and_one_adapted_to_the_message_is_not():
-    from chains.verify import copied_answer
+    from chains.answer_fit import copied_answer
 
     wrong_item = ("Sorry about the mix-up! Report it within 14 days of delivery under Account > Orders > Report a "
                   "problem, and we'll email you a free return label.")
