@@ -349,9 +349,12 @@ def fit(arrays: dict[str, np.ndarray], extra: dict[str, np.ndarray] | None = Non
     per_group = {}
     for name in sorted(set(groups)):
         rows = groups == name
-        escalated = p_llm[rows] >= tau
-        per_group[name] = {"rows": int(rows.sum()), "needs_llm": int(y[rows].sum()),
+        escalated, needs = p_llm[rows] >= tau, y[rows] == 1
+        per_group[name] = {"rows": int(rows.sum()), "needs_llm": int(needs.sum()),
                            "llm_share_at_tau": round(float(escalated.mean()), 4),
+                           # the held-out targets' two shares, read out of fold on development data
+                           "in_scope_to_llm": round(float(escalated[~needs].mean()), 4) if (~needs).any() else None,
+                           "needs_llm_to_llm": round(float(escalated[needs].mean()), 4) if needs.any() else None,
                            "auroc": round(float(roc_auc_score(y[rows], p_llm[rows])), 4)
                            if 0 < y[rows].sum() < rows.sum() else None}
     metrics = {"validation_auroc": round(float(roc_auc_score(y, p_llm, sample_weight=weight)), 4),  # out of fold

@@ -159,6 +159,12 @@ def test_feedback_retrains_a_router_that_is_promoted_followed_by_a_runtime_and_r
     assert shadow["not_worse"] is True, shadow  # trained on this kind of feedback: not worse on more of it
     assert json.loads(path.read_text())["feedback_rows"] == len(ids) - held_out
     assert any(f"retraining with {len(ids) - held_out} labelled requests" in line for line in log)
+    # Per group, out of fold: the share escalated at τ splits into its in-scope and needs-the-LLM parts.
+    dev = metrics["per_group"]["bitext-dev"]
+    in_scope = dev["rows"] - dev["needs_llm"]
+    assert in_scope > 0 and dev["needs_llm"] > 0 and 0 <= dev["in_scope_to_llm"] < dev["needs_llm_to_llm"] <= 1
+    assert dev["llm_share_at_tau"] * dev["rows"] == pytest.approx(
+        dev["in_scope_to_llm"] * in_scope + dev["needs_llm_to_llm"] * dev["needs_llm"], abs=0.1)
 
     # Step 3: a candidate whose shadow comparison says "worse" is refused and nothing changes ...
     worse = json.loads(path.read_text())
