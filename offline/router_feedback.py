@@ -16,7 +16,8 @@ from chains.features import feature_vector
 from chains.routers.artifacts import read_artifact
 from chains.routers.evidence import EVIDENCE_NAMES, ROUTE_NAMES
 from chains.tiers.base import CACHE_ROUTE, SMALL_ROUTE
-from offline.router_training import TABLE, fit, predict
+from offline.router_fit import fit, predict
+from offline.router_training import TABLE
 
 
 def logged_examples(db, kinds: tuple[str, ...] = (SMALL_ROUTE, CACHE_ROUTE)) -> tuple[dict[str, np.ndarray], list[str]]:

@@ -12,32 +12,8 @@ import argparse
 
 import numpy as np
 
-from chains.routers.evidence import ROUTE_NAMES
-from offline.router_training import (
-    FOLDS,
-    HANDWRITTEN_GROUPS,
-    HANDWRITTEN_WEIGHT,
-    IN_SCOPE_ESCALATION_BUDGET,
-    NATURAL_GROUPS,
-    TABLE,
-    _fit_trees,
-    _folds,
-    _group_weights,
-    predict,
-    route_matrix,
-)
-
-
-def out_of_fold(arrays: dict[str, np.ndarray]) -> np.ndarray:
-    """p_llm for every row from trees grown without its fold, weighted as `router train` weighs them."""
-    x, y, groups = route_matrix(arrays), arrays["needs_llm"], arrays["group"]
-    weight = _group_weights(groups) * np.where(np.isin(groups, HANDWRITTEN_GROUPS), HANDWRITTEN_WEIGHT, 1.0)
-    p_llm, fold = np.empty(len(y)), _folds(arrays["text"])
-    for k in range(FOLDS):
-        grown, held = fold != k, fold == k
-        p_llm[held] = predict(_fit_trees(x[grown], y[grown], weight[grown], list(ROUTE_NAMES)), x[held],
-                              list(ROUTE_NAMES))
-    return p_llm
+from offline.router_fit import IN_SCOPE_ESCALATION_BUDGET, NATURAL_GROUPS, fit_weights, out_of_fold_p_llm, route_matrix
+from offline.router_training import TABLE
 
 
 def main() -> None:
@@ -47,7 +23,8 @@ def main() -> None:
     args = parser.parse_args()
     with np.load(TABLE, allow_pickle=False) as stored:
         arrays = {key: stored[key] for key in stored.files}
-    p_llm, y, groups = out_of_fold(arrays), arrays["needs_llm"], arrays["group"]
+    y, groups = arrays["needs_llm"], arrays["group"]
+    p_llm = out_of_fold_p_llm(route_matrix(arrays), y, fit_weights(groups), arrays["text"])  # as `router train` reads τ
     pooled = float(np.quantile(p_llm[np.isin(groups, NATURAL_GROUPS) & (y == 0)], 1 - IN_SCOPE_ESCALATION_BUDGET))
     print(f"product tau (pooled natural groups, {IN_SCOPE_ESCALATION_BUDGET:.0%} in scope): {pooled:.4f}")
     for group in args.group or ["bitext-dev", "zh"]:

@@ -87,7 +87,7 @@ def test_the_exported_trees_score_every_row_as_the_fitted_model_does():
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from chains.routers.evidence import TreeModel
-    from offline.router_training import MONOTONE, TREE_PARAMS, _fit_trees
+    from offline.router_fit import MONOTONE, TREE_PARAMS, _fit_trees
 
     rng = np.random.default_rng(3)
     names = ["dense_top", "oos_gap", "n_words"]
@@ -105,7 +105,7 @@ def test_the_exported_trees_score_every_row_as_the_fitted_model_does():
 
 
 def test_the_rewrite_threshold_keeps_each_handwritten_group_within_the_budget():
-    from offline.router_training import REWRITE_GROUPS, RIGHT_DRAFT_REWRITE_BUDGET, rewrite_threshold
+    from offline.router_fit import REWRITE_GROUPS, RIGHT_DRAFT_REWRITE_BUDGET, rewrite_threshold
 
     surer, less_sure = REWRITE_GROUPS[:2]
     rng = np.random.default_rng(5)
