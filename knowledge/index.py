@@ -105,6 +105,20 @@ class _BM25:
         return np.clip(self.bm25.get_scores_from_ids(ids) / reach, 0.0, 1.0).astype(np.float32)
 
 
+def best_first(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` largest ``values``, largest first, equal values in record order. The order of ties
+    must not depend on numpy's partition algorithm: a KB whose title repeats one of its questions word for word
+    scores both records the same, and which of them comes first decides the records an answer's score averages
+    (numpy 2.4 changed it, and "how long" lost its warranty answer's score by 0.12)."""
+    if n < len(values):
+        picked = np.argpartition(-values, n - 1)[:n]
+        # The partition may cut a run of ties at n: take every record that ties with the n-th, then cut in order.
+        picked = np.flatnonzero(values >= values[picked].min())
+    else:
+        picked = np.arange(len(values))
+    return picked[np.lexsort((picked, -values[picked]))][:n]
+
+
 class AnswerHead:
     """A softmax regression from a message's embedding to the answer (family) it asks for, fitted on the KB's
     records.
@@ -267,16 +281,14 @@ class HybridIndex:
         ``starter`` holds the cosines to Tandem's starter examples: ``has_starter``, ``starter_gap`` and
         ``starter_knn`` mean the same for them.
         """
-        n = min(neighbours, len(raw))
-        top = np.argpartition(-raw, n - 1)[:n]
-        top = top[np.argsort(-raw[top])]
+        top = best_first(raw, min(neighbours, len(raw)))
         best = int(top[0])
         best_answer = self._record_answer[best]
         others = raw[self._record_answer != best_answer]
         median, spread = self.scale()
         dense_top = float(raw[best])
         return {"dense_top": dense_top, "dense_z": (dense_top - median) / spread,
-                "dense_mean": float(raw[top[: min(5, n)]].mean()),
+                "dense_mean": float(raw[top[:5]].mean()),
                 "dense_margin": dense_top - (float(others.max()) if others.size else 0.0),
                 "agreement": float(np.mean(self._record_answer[top] == best_answer)),
                 "lexical_top": float(lexical.max()) if lexical.size else 0.0,
@@ -321,8 +333,7 @@ class HybridIndex:
         p = self.params
         combined = (1.0 - lexical_weight) * dense + lexical_weight * lexical
         n_cand = min(len(combined), max(p.candidates, k * p.top_m))
-        cand = np.argpartition(-combined, n_cand - 1)[:n_cand] if n_cand < len(combined) else np.arange(len(combined))
-        cand = cand[np.argsort(-combined[cand], kind="stable")]
+        cand = best_first(combined, n_cand)
         # Records are now in descending score order, so each answer's list is its best-first list.
         per_answer: dict[int, list[int]] = {}
         for r in cand.tolist():

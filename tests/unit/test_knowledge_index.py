@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from knowledge.index import FusionParams, HybridIndex
+from knowledge.index import FusionParams, HybridIndex, best_first
 
 
 def unit(*weights: float) -> np.ndarray:
@@ -169,3 +169,13 @@ def test_a_starter_example_the_kb_answers_is_left_out():
     kept = unanswered(starter, records, cutoff=0.8)
     assert kept.tolist() == [False, True]
     assert unanswered(starter, records[:0]).tolist() == [True, True]  # an empty KB answers nothing
+
+
+def test_best_first_orders_ties_by_record_whatever_numpy_partitions():
+    # 300 records, many equal: a title that repeats a question word for word scores exactly as that question does,
+    # and which comes first decides which records an answer's score averages.
+    values = np.array([0.5] * 150 + [0.9, 0.7, 0.9] + [0.7] * 147, dtype=np.float32)
+    assert best_first(values, 2).tolist() == [150, 152]
+    assert best_first(values, 5).tolist() == [150, 152, 151, 153, 154]  # the tie at the cut: lowest records first
+    assert best_first(values, 300)[:3].tolist() == [150, 152, 151] and len(best_first(values, 300)) == 300
+    assert best_first(values[::-1].copy(), 2).tolist() == [147, 149]
