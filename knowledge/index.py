@@ -108,8 +108,9 @@ class _BM25:
 def best_first(values: np.ndarray, n: int) -> np.ndarray:
     """Indices of the ``n`` largest ``values``, largest first, equal values in record order. The order of ties
     must not depend on numpy's partition algorithm: a KB whose title repeats one of its questions word for word
-    scores both records the same, and which of them comes first decides the records an answer's score averages
-    (numpy 2.4 changed it, and "how long" lost its warranty answer's score by 0.12)."""
+    scores both records the same, and which of them comes first decides the records an answer's score averages.
+    numpy's partition is SIMD code picked by the CPU: on an AVX2-only machine it put such a title after its twin
+    where AVX-512 machines put it first, and "how long" lost its warranty answer's score by 0.12."""
     if n < len(values):
         picked = np.argpartition(-values, n - 1)[:n]
         # The partition may cut a run of ties at n: take every record that ties with the n-th, then cut in order.
