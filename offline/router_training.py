@@ -123,7 +123,7 @@ def _bitext(work: Path, table: Table, tune: bool, log: Callable[[str], None]) ->
 _SHARED_KBS: dict[tuple[Path, bool], ChromaKnowledgeBase] = {}
 
 
-def _bitext_faq(work: Path, tune: bool, log: Callable[[str], None]) -> ChromaKnowledgeBase:
+def bitext_faq(work: Path, tune: bool, log: Callable[[str], None]) -> ChromaKnowledgeBase:
     """The Bitext FAQ as `make eval` builds it: the 27 answers and every train question."""
     if (work, tune) not in _SHARED_KBS:
         _SHARED_KBS[work, tune] = build_kb(*ds.write_kb_csvs(work / "bitext", ds.bitext_answers(), [
@@ -133,7 +133,7 @@ def _bitext_faq(work: Path, tune: bool, log: Callable[[str], None]) -> ChromaKno
 
 def _bitext_dev(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
     log("Bitext natural: KB = the 27 answers + all train questions; rows = the hand-written development set")
-    score_queries(_bitext_faq(work, tune, log), ds.bitext_dev(), table, "bitext-dev")
+    score_queries(bitext_faq(work, tune, log), ds.bitext_dev(), table, "bitext-dev")
 
 
 def _hint3(work: Path, table: Table, tune: bool, log: Callable[[str], None]) -> None:
@@ -157,7 +157,7 @@ def _tau_demo(work: Path, table: Table, tune: bool, log: Callable[[str], None]) 
     # The same requests meet a FAQ without an order tool of its own too: met only by the demo shop, the trees learnt
     # that an order request is far from *that* KB, and against the Bitext FAQ 10 of the 165 test tasks stayed small.
     log("Bitext FAQ: KB = the 27 answers + all train questions; rows = the same tau-bench requests")
-    score_queries(_bitext_faq(work, tune, log), tau_rows, table, "tau+demo")
+    score_queries(bitext_faq(work, tune, log), tau_rows, table, "tau+demo")
     log("demo shop: KB = demo answers + questions part A; rows = demo questions part B")
     kb = build_kb(*_demo_kb(work / "demo", demo_questions), tune=tune, log=log)
     score_queries(kb, [q for q in demo_questions if not ds.in_split_a(q.text)], table, "tau+demo")

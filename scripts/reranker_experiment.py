@@ -134,24 +134,20 @@ def cross_scores(model, tokenizer, pairs: list[tuple[str, str]]) -> np.ndarray:
 
 
 def searched_dev(work: Path) -> list[dict]:
-    """The Bitext development messages' candidates from the product's search (tuned MiniLM, as `make eval`)."""
-    from offline.kbs import build_kb
+    """The Bitext development messages' candidates from the product's search (the Bitext FAQ as `make eval` builds
+    it), each answer with its stored texts nearest to the message (the index's own vectors)."""
+    from offline.router_training import bitext_faq
 
-    files = ds.write_kb_csvs(work / "bitext", ds.bitext_answers(), [(q.text, q.answer_id) for q in ds.bitext("train")])
-    kb = build_kb(*files, tune=True)
-    stored: dict[str, list[str]] = {}
-    for q in ds.bitext("train"):
-        stored.setdefault(q.answer_id, []).append(q.text)
-    stored_vectors = {a: kb.encoder.encode_passages(texts) for a, texts in stored.items()}
+    kb = bitext_faq(work, True, print)
+    index = kb._snap.index
     rows = []
     for q in ds.bitext_dev():
-        hits = kb.search(q.text, k=CANDIDATES)
-        vector = kb.encoder.encode_queries([kb.search_text(q.text)])[0]
+        text = kb.search_text(q.text)
+        similarity = index.embeddings @ kb.encoder.encode_query(text)
         candidates = []
-        for hit in hits:
-            texts = stored.get(hit.answer_id, [])
-            nearest = [texts[i] for i in np.argsort(-(stored_vectors[hit.answer_id] @ vector))[:QUESTIONS_PER_ANSWER]] \
-                if texts else []
+        for hit in kb.search(q.text, k=CANDIDATES):
+            own = np.flatnonzero((np.asarray(index.answer_ids) == hit.answer_id) & index._support)  # its questions
+            nearest = [index.texts[i] for i in own[np.argsort(-similarity[own])][:QUESTIONS_PER_ANSWER]]
             candidates.append({"answer_id": hit.answer_id, "score": hit.score,
                                "questions": list(dict.fromkeys([hit.matched_text, *nearest]))})
         rows.append({"text": q.text, "gold": q.answer_id, "needs_llm": q.needs_llm, "candidates": candidates})
