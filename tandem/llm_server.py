@@ -87,10 +87,25 @@ def prepare_model_folder(settings: Settings | None = None) -> Path:
     return target
 
 
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")  # x86 (AVX-512 BF16, AMX) and aarch64 (FEAT_BF16)
+
+
+def cpu_dtype(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The dtype the CPU build serves the stand-in in: bfloat16 where the CPU computes it natively, else float32.
+    Without native bf16 (an AVX2-only CPU) torch emulates it: measured on a 2-core AVX2 EPYC with 4 requests at a
+    time, float32 gave 48 tokens/s against 19 (SmolLM2) and 18 against 6.4 (Qwen 0.5B)."""
+    try:
+        flags = {flag for line in cpuinfo.read_text().splitlines()
+                 if line.startswith(("flags", "Features")) for flag in line.split(":", 1)[1].split()}
+    except OSError:
+        return "float32"
+    return "bfloat16" if flags & set(NATIVE_BF16_FLAGS) else "float32"
+
+
 def vllm_command(settings: Settings, host: str, port: int, model: str | None = None,
                  served_name: str | None = None) -> list[str]:
     """The server's command line. ``model`` is the local stand-in's vLLM folder (CPU), or on a GPU host the hub name
-    TANDEM_LLM_MODEL gives."""
+    TANDEM_LLM_MODEL gives. The stand-in is served in :func:`cpu_dtype` unless TANDEM_VLLM_ARGS names a --dtype."""
     local = selected_llm(settings) is not None
     model = model or (str(prepare_model_folder(settings)) if local else settings.llm_model)
     served_name = served_name or served_model(settings)
@@ -98,6 +113,8 @@ def vllm_command(settings: Settings, host: str, port: int, model: str | None = N
            "--served-model-name", served_name, *[a.strip() for a in settings.llm_aliases.split(",") if a.strip()],
            "--host", host, "--port", str(port),
            "--max-model-len", str(settings.vllm_max_model_len)]
+    if local and "--dtype" not in settings.vllm_args.split():
+        cmd += ["--dtype", cpu_dtype()]
     if settings.llm_api_key and settings.llm_api_key != "unused":
         cmd += ["--api-key", settings.llm_api_key]
     return cmd + settings.vllm_args.split()

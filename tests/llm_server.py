@@ -15,7 +15,7 @@ import pytest
 START_TIMEOUT_S = 300  # about 30 s idle; a busy 2-core machine needs far longer
 # Four sequences at a time: enough for every test, and a queue forms inside vLLM as soon as a test sends more,
 # which the load-gate tests need (the default, 256, would batch everything on 2 cores and never queue).
-TEST_VLLM_ARGS = "--dtype bfloat16 --enforce-eager --scheduling-policy priority --enable-prefix-caching --max-num-seqs 4"
+TEST_VLLM_ARGS = "--enforce-eager --scheduling-policy priority --enable-prefix-caching --max-num-seqs 4"
 # Two more names of the same engine, so that score bands can route to two LLM endpoints of the real server.
 BAND_ALIASES = ("tandem-base", "tandem-expert")
 

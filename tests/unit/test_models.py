@@ -166,3 +166,25 @@ def test_a_broken_tuned_encoder_falls_back_to_the_base_minilm_and_says_so(tmp_pa
     fallback = loaded[0]
     assert fallback.name == "minilm" and "does not load" in fallback.problem and "tandem kb tune" in fallback.problem
     assert np.allclose(fallback.encode_query("where is my parcel"), encoder.encode_query("where is my parcel"))
+
+
+def test_the_cpu_stand_in_is_served_in_bfloat16_only_where_the_cpu_computes_it_natively(settings, tmp_path):
+    from tandem.llm_server import cpu_dtype, vllm_command
+
+    avx2 = tmp_path / "avx2"
+    avx2.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n")
+    sapphire = tmp_path / "sapphire"
+    sapphire.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n")
+    graviton = tmp_path / "graviton"
+    graviton.write_text("processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n")
+    assert cpu_dtype(avx2) == "float32"  # emulated bf16 is ~2.5x slower under load there
+    assert cpu_dtype(sapphire) == cpu_dtype(graviton) == "bfloat16"
+    assert cpu_dtype(tmp_path / "absent") == "float32"
+
+    def command(**update) -> list[str]:
+        return vllm_command(settings.model_copy(update=update), "127.0.0.1", 8011, model="/m")
+
+    chosen = command(llm_model="smollm2", vllm_args="--enforce-eager")
+    assert chosen[chosen.index("--dtype") + 1] == cpu_dtype()
+    assert command(llm_model="smollm2", vllm_args="--dtype float16").count("--dtype") == 1  # the operator's wins
+    assert "--dtype" not in command(llm_model="Qwen/Qwen2.5-7B-Instruct", vllm_args="")  # a GPU host: vLLM decides
