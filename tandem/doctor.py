@@ -138,6 +138,7 @@ def _llm_line(settings) -> str:
     import json
 
     from core import model_files
+    from tandem.llm_server import served_dtype
 
     llm = model_files.selected_llm(settings)
     if llm is None:
@@ -150,7 +151,7 @@ def _llm_line(settings) -> str:
     wheels = llm.packages[0] if len(llm.packages) == 1 else f"{llm.packages[0]} .. {llm.packages[-1]}"
     return (f"{llm.name} = {llm.title}, {model_files.parameter_count(folder) / 1e6:.0f}M parameters ({dtype}), from the "
             f"wheel{'s' if len(llm.packages) > 1 else ''} {wheels} {'/'.join(versions)}, converted at {folder}; "
-            f"vLLM serves it as '{llm.name}' at {settings.llm_url}")
+            f"vLLM serves it as '{llm.name}' in {served_dtype(settings)} at {settings.llm_url}")
 
 
 def _generate_once(llm, models_dir: Path) -> str:

@@ -102,6 +102,12 @@ def cpu_dtype(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "bfloat16" if flags & set(NATIVE_BF16_FLAGS) else "float32"
 
 
+def served_dtype(settings: Settings) -> str:
+    """The dtype the CPU build serves the stand-in in: a --dtype TANDEM_VLLM_ARGS names, else :func:`cpu_dtype`."""
+    args = settings.vllm_args.split()
+    return args[args.index("--dtype") + 1] if "--dtype" in args[:-1] else cpu_dtype()
+
+
 def vllm_command(settings: Settings, host: str, port: int, model: str | None = None,
                  served_name: str | None = None) -> list[str]:
     """The server's command line. ``model`` is the local stand-in's vLLM folder (CPU), or on a GPU host the hub name
@@ -114,7 +120,7 @@ def vllm_command(settings: Settings, host: str, port: int, model: str | None = N
            "--host", host, "--port", str(port),
            "--max-model-len", str(settings.vllm_max_model_len)]
     if local and "--dtype" not in settings.vllm_args.split():
-        cmd += ["--dtype", cpu_dtype()]
+        cmd += ["--dtype", served_dtype(settings)]
     if settings.llm_api_key and settings.llm_api_key != "unused":
         cmd += ["--api-key", settings.llm_api_key]
     return cmd + settings.vllm_args.split()

