@@ -102,10 +102,20 @@ def cpu_dtype(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "bfloat16" if flags & set(NATIVE_BF16_FLAGS) else "float32"
 
 
+def named_dtype(vllm_args: str) -> str:
+    """The dtype ``vllm_args`` name (``--dtype X`` or ``--dtype=X``), or ""."""
+    args = vllm_args.split()
+    for index, arg in enumerate(args):
+        if arg.startswith("--dtype="):
+            return arg.split("=", 1)[1]
+        if arg == "--dtype" and index + 1 < len(args):
+            return args[index + 1]
+    return ""
+
+
 def served_dtype(settings: Settings) -> str:
     """The dtype the CPU build serves the stand-in in: a --dtype TANDEM_VLLM_ARGS names, else :func:`cpu_dtype`."""
-    args = settings.vllm_args.split()
-    return args[args.index("--dtype") + 1] if "--dtype" in args[:-1] else cpu_dtype()
+    return named_dtype(settings.vllm_args) or cpu_dtype()
 
 
 def vllm_command(settings: Settings, host: str, port: int, model: str | None = None,
@@ -119,8 +129,8 @@ def vllm_command(settings: Settings, host: str, port: int, model: str | None = N
            "--served-model-name", served_name, *[a.strip() for a in settings.llm_aliases.split(",") if a.strip()],
            "--host", host, "--port", str(port),
            "--max-model-len", str(settings.vllm_max_model_len)]
-    if local and "--dtype" not in settings.vllm_args.split():
-        cmd += ["--dtype", served_dtype(settings)]
+    if local and not named_dtype(settings.vllm_args):
+        cmd += ["--dtype", cpu_dtype()]
     if settings.llm_api_key and settings.llm_api_key != "unused":
         cmd += ["--api-key", settings.llm_api_key]
     return cmd + settings.vllm_args.split()

@@ -189,4 +189,6 @@ def test_the_cpu_stand_in_is_served_in_bfloat16_only_where_the_cpu_computes_it_n
     operators = command(llm_model="smollm2", vllm_args="--dtype float16")
     assert operators.count("--dtype") == 1 and operators[operators.index("--dtype") + 1] == "float16"  # theirs wins
     assert served_dtype(settings.model_copy(update={"vllm_args": "--dtype float16"})) == "float16"
+    assert "--dtype" not in command(llm_model="smollm2", vllm_args="--dtype=float16")  # the = form is theirs too
+    assert served_dtype(settings.model_copy(update={"vllm_args": "--enforce-eager --dtype=bfloat16"})) == "bfloat16"
     assert "--dtype" not in command(llm_model="Qwen/Qwen2.5-7B-Instruct", vllm_args="")  # a GPU host: vLLM decides
