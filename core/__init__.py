@@ -1,4 +1,5 @@
-"""Ground floor: the settings object, the one error type, and the registries of local models and encoders.
+"""Ground floor: the settings object, the one error type, the registries of local models and encoders, and what the
+CPU computes natively.
 
 Everything else imports from here; nothing here imports another Tandem package.
 """

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.cpu import cpu_flags
 from core.encoders.base import Encoder, embedded_by_length
 from core.encoders.transformer import TransformerEncoder
 
@@ -19,11 +20,7 @@ EXPORT_FILE = "export.json"  # what offline/encoder_export.py measured and chose
 
 
 def cpu_has_vnni() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_vnni" in flags or "avx_vnni" in flags
+    return bool(cpu_flags() & {"avx512_vnni", "avx_vnni"})
 
 
 class OnnxEncoder(Encoder):

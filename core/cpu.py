@@ -1,0 +1,18 @@
+"""What this CPU computes natively: its feature flags, as the kernel lists them (x86 ``flags``, aarch64
+``Features``). Kernels are chosen by them: the int8 ONNX export's range, the LLM stand-in's dtype."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CPUINFO = Path("/proc/cpuinfo")
+
+
+def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
+    """Every flag of every processor in ``cpuinfo``; empty where it cannot be read (not Linux)."""
+    try:
+        lines = cpuinfo.read_text().splitlines()
+    except OSError:
+        return frozenset()
+    return frozenset(flag for line in lines if line.startswith(("flags", "Features"))
+                     for flag in line.split(":", 1)[1].split())
