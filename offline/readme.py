@@ -1,4 +1,6 @@
-"""Figures measured by `make eval` and `make bench` land in the README between named markers."""
+"""A named section of a Markdown file, rewritten between `<!-- name:start -->` and `<!-- name:end -->` markers.
+
+The measured tables live in docs/results.md, generated from reports/ by scripts/gen_docs.py."""
 
 from __future__ import annotations
 
@@ -20,17 +22,3 @@ def update_readme_section(name: str, section: str, readme: Path = README) -> Non
         text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
     readme.write_text(text, encoding="utf-8")
 
-
-def settings_markdown() -> str:
-    """The configuration table: every setting, its env name, default and meaning, from core/settings.py."""
-    from core.settings import Settings
-
-    rows = ["| variable | default | meaning |", "|---|---|---|"]
-    for name, field in Settings.model_fields.items():
-        default = field.default if field.default is not None else ""
-        if name == "home":
-            default = ".tandem"
-        # Defaults under the checkout are shown relative to it, so the table is the same in every clone.
-        default = str(default).replace(str(REPO) + "/", "").replace(str(REPO.parent) + "/", "../")
-        rows.append(f"| `TANDEM_{name.upper()}` | `{default}` | {(field.description or '').replace('|', '/')} |")
-    return "\n".join(rows)

@@ -143,7 +143,6 @@ def router_rollback(who: str = typer.Option("cli", "--by", help="Who rolls back.
 
 def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to write the figures."),
              limit: int = typer.Option(0, help="Use at most N test queries per set (quick look)."),
-             readme: bool = typer.Option(True, help="Write the tables into README.md (full runs only)."),
              answers: bool = typer.Option(True, "--answers/--no-answers", help="Also score the final answers "
                                           "through the whole chain with the real vLLM (the answers section)."),
              answers_only: bool = typer.Option(False, "--answers-only", help="Only the answers section (the "
@@ -151,9 +150,7 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
              sets: str = typer.Option("demo,heldout,zh", "--sets", help="Answer sets, comma-separated: demo "
                                       "(the demo shop's held-out split), demo-dev, heldout (Bitext), zh.")) -> None:
     """Routing quality on the test files, thresholds chosen on train/valid; then the quality of the final answers
-    (`make eval`)."""
-    from offline.readme import update_readme_section
-
+    (`make eval`, which then renders the report into docs/results.md with `python -m scripts.gen_docs`)."""
     log = lambda line: typer.echo(line, err=True)  # noqa: E731
     chosen = [name.strip() for name in sets.split(",") if name.strip()]
     if answers or answers_only:
@@ -166,13 +163,11 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
     if answers_only:
         report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
     else:
-        from offline.evaluate import markdown, run_eval
+        from offline.evaluate import run_eval
 
         report = run_eval(limit=limit or None, log=log)
         # written now, so the routing figures are kept even if the answers section fails
         out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
-        if readme and not limit:
-            update_readme_section("eval", markdown(report))
         typer.echo(json.dumps(report["summary"], indent=1))
     if answers or answers_only:
         from core.settings import get_settings
@@ -185,8 +180,6 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
                                             endpoint=eval_endpoint(get_settings(), log))
         out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
         table = answers_markdown(report["answers"])
-        if readme and not limit:
-            update_readme_section("answers", table)
         typer.echo(table)
         log(f"per-message records: {records}")
     log(f"wrote {out}")
