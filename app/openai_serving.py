@@ -103,7 +103,7 @@ class OpenAIServing:
                            channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,
                            attachment_errors=errors, mode=MODES[body.model], history=history,
                            max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature,
-                           choice=body.choice, choice_of=body.choice_of, suggestion=body.suggestion)
+                           suggestion=body.suggestion)
 
     def _parts(self, message: ChatMessageIn) -> tuple[str, list[str], list[str]]:
         if isinstance(message.content, str) or message.content is None:

@@ -81,7 +81,7 @@ async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runti
     served instead of an LLM answer that failed its checks."""
     request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
                           customer=caller.customer, client=caller.client, channel="api", modality="text",
-                          choice=body.choice, choice_of=body.choice_of, suggestion=body.suggestion)
+                          suggestion=body.suggestion)
     await run_in_threadpool(admitted, runtime, caller, request, "chat")
     if body.stream:
         return StreamingResponse(_events(runtime, request, caller.operator), media_type="text/event-stream",

@@ -226,30 +226,9 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
     (README "Conversation prefix reuse"). A rewrite sees only its draft (the top answer), not the runners-up
     (``rewrite_context`` answers; the experiment measured 3 too).
     The labels and the fence are kept out of what a customer reads by the answer checks (chains/verify.py: an echo
-    of them is a defect). Measured on the demo shop's development messages with Qwen2.5-0.5B
-    (scripts/prompt_shape_experiment.py): this shape served 5 of 30 LLM answers that passed every check, against 2
-    of 30 with the customer's message as a user turn of its own and the help-center text in a system turn before it.
+    of them is a defect). Measured on the demo shop's development messages with Qwen2.5-0.5B (docs/decisions.md,
+    "The prompt's shape"): this shape served 5 of 30 LLM answers that passed every check, against 2 of 30 with the
+    customer's message as a user turn of its own and the help-center text in a system turn before it.
     """
     return [{"role": "system", "content": system_prompt(brand)}, *conversation(history),
             {"role": "user", "content": llm_task(query, hits, draft, rewrite_context)}]
-
-
-def llm_messages_system_turn(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
-                             draft: str | None = None, brand: Brand = DEFAULT_BRAND) -> list[dict[str, str]]:
-    """The other shape measured (not served): the customer's message as a user turn of its own, as written, and the
-    help-center text in a system turn just before it."""
-    language = REPLY_LANGUAGE[language_of(query)]
-    if draft:
-        context = (f"The help center answers this question as follows:\n{strip_planted_instructions(draft)}\n\n"
-                   "Reply to the customer's next message with this answer, adapted to what they asked. Keep every "
-                   "link, amount, duration, menu path and option name exactly as written, add no other facts, and "
-                   "speak to the customer directly.")
-    else:
-        context = (f"Help-center entries that may be relevant:\n{context_block(hits)}\n\n"
-                   "Reply to the customer's next message using only these entries. If they do not answer it, say so in "
-                   "one sentence and offer to pass the question to a human colleague.")
-    messages = [{"role": "system", "content": system_prompt(brand)}]
-    messages += [{"role": turn["role"], "content": turn["content"][:500]} for turn in history[-4:]]
-    messages.append({"role": "system", "content": f"{context} Reply in {language}, in at most three sentences."})
-    messages.append({"role": "user", "content": query})
-    return messages

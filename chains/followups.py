@@ -36,7 +36,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from chains.schema import PREPARE_CHANNEL
+from chains.schema import GUARD_ROUTE, HANDOFF_ROUTE, HUMAN_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE
 from chains.turn import Turn
 from core.text import language_of
 from storage.db import Database
@@ -48,7 +48,7 @@ BETA = 2.0           # pseudo-count of the category's follow-up distribution beh
 MIN_SHARE = 0.05     # a prediction below this probability is not offered as a suggestion
 ROW_LIMIT = 20_000   # the newest request rows read per refit
 # Served kinds whose top source is the KB answer the customer read (a draft, its verified rewrite, a cached copy, the
-# answer a clarification's choice or a suggestion click led to).
+# answer a suggestion click led to).
 KB_SERVED = frozenset({"draft", "rewrite", "cache", "draft_with_caveat"})
 
 
@@ -127,8 +127,8 @@ ROUTE_STATE = "route:"
 
 def state_of(route: str, served: str, sources: Sequence[Mapping[str, Any]]) -> str:
     """The state of one answered message: the KB answer the customer read, else ``route:<route>`` (an LLM answer,
-    a tool lookup, a refusal, a clarifying question, a handoff)."""
-    if sources and (route == "small" or served in KB_SERVED):
+    a tool lookup, a refusal, a handoff)."""
+    if sources and (route == SMALL_ROUTE or served in KB_SERVED):
         answer_id = str(sources[0].get("answer_id", ""))
         if answer_id:
             return answer_id
@@ -162,8 +162,8 @@ def sessions_from_log(db: Database, since: datetime, *, exclude_channels: Sequen
     return [[state for _, _, state in turns] for turns in sessions.values() if len(turns) > 1]
 
 
-# Routes after which no suggestion is offered: a refusal, a clarifying question (its own buttons), a handoff.
-NO_SUGGESTIONS = frozenset({"guard", "clarify", "handoff"})
+# Routes after which no suggestion is offered: a refusal, a handoff, a message to a person (the bot sends nothing).
+NO_SUGGESTIONS = frozenset({GUARD_ROUTE, HANDOFF_ROUTE, HUMAN_ROUTE})
 
 
 class Suggester:
@@ -237,8 +237,7 @@ class Suggester:
     def suggest(self, route: str, served: str, sources: Sequence[Mapping[str, Any]],
                 language: str = "en") -> list[dict[str, Any]]:
         """The suggested replies after an answer: the top predicted follow-ups in the customer's ``language`` with
-        their titles and probability, best first; [] after a refusal, a clarifying question or a handoff, or when
-        nothing was learned."""
+        their titles and probability, best first; [] after a refusal or a handoff, or when nothing was learned."""
         self.refit_in_background()
         if route in NO_SUGGESTIONS or self.model.transitions < MIN_TRANSITIONS:
             return []

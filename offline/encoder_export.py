@@ -1,5 +1,4 @@
-"""Export an encoder folder to ONNX (fp32, int8, and where asked 8-bit weights) and choose what serves it, behind an
-accuracy gate.
+"""Export an encoder folder to ONNX (fp32 and int8) and choose what serves it, behind an accuracy gate.
 
 `tandem models prepare` exports the base MiniLM and `tandem kb tune` the encoder it tuned; any folder of the same
 architecture works. The export is the transformer alone, traced with its inputs passed by name (the mix-up of
@@ -11,13 +10,6 @@ saturation in its multiply-add).
 The gate runs at export time on the KB's own questions: each question's nearest other record (what retrieval
 does) found with int8 query vectors must agree with fp32 on at least 99.5 % of them. int8 serves only then; else
 fp32 ONNX does (exact, still faster than torch here). ``export.json`` records the choice and the measurement.
-
-``weight_only`` adds a third candidate between the two: 8-bit weights in blocks of 32 (onnxruntime's MatMulNBits)
-with activations kept in fp32, gated the same way. Full int8 fails the gate on mpnet (top-1 agreement 0.807, mean
-cosine 0.87): dynamic quantization quantizes activations per tensor, and MPNet's feed-forward output projections
-read activations with outliers. With fp32 activations mpnet's vectors keep a cosine of 0.9998 to fp32, and a pass at
-batch 1, which is bound by reading 440 MB of fp32 weights, takes about 0.65x the time (README, A stronger encoder).
-Full int8 is still tried first: where it passes it is faster again.
 """
 
 from __future__ import annotations
@@ -35,7 +27,6 @@ from core.encoders import (
     EXPORT_FILE,
     INT8_FILE,
     ONNX_FILE,
-    W8_FILE,
     OnnxEncoder,
     TransformerEncoder,
     cpu_has_vnni,
@@ -43,10 +34,6 @@ from core.encoders import (
 )
 
 AGREEMENT_GATE = 0.995
-# Encoders offered 8-bit weights with fp32 activations: mpnet, whose full int8 fails the gate. MiniLM would gain too
-# (6.7 -> 4.6 ms a message, cosine 0.9997, measured 2026-12-06), but every routing figure rests on its vectors: that
-# switch waits for a re-run of `make eval` (README, A stronger encoder).
-WEIGHT_ONLY_CANDIDATES = frozenset({"mpnet"})
 
 
 def export_onnx(folder: Path, out: Path) -> Path:
@@ -70,7 +57,7 @@ def export_onnx(folder: Path, out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     sample = tokenizer(["an example", "a somewhat longer example sentence"], padding=True, return_tensors="pt")
-    # BERT (MiniLM) takes token_type_ids; MPNet has none (its tokenizer does not make them), so its graph has two inputs.
+    # BERT (MiniLM) takes token_type_ids; a model whose tokenizer does not make them gets a graph of two inputs.
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
     import warnings
 
@@ -107,20 +94,6 @@ def quantize(onnx_path: Path) -> Path:
     return target
 
 
-def quantize_weights(onnx_path: Path) -> Path:
-    """8-bit weights in blocks of 32 for every MatMul with a weight; activations stay fp32 (accuracy level 4: the
-    kernel may multiply in int8 per block, measured here to keep a cosine of 0.9998 on mpnet)."""
-    import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-    target = onnx_path.with_name(W8_FILE)
-    quantizer = MatMulNBitsQuantizer(onnx.load(str(onnx_path)), bits=8, block_size=32, is_symmetric=True,
-                                     accuracy_level=4)
-    _quietly(quantizer.process)
-    quantizer.model.save_model_to_file(str(target), use_external_data_format=False)
-    return target
-
-
 def agreement(reference: np.ndarray, candidate: np.ndarray, labels: Sequence[str]) -> float:
     """Share of rows whose nearest other row (by ``reference`` records) has the same label under both query sets."""
     agree = 0
@@ -133,23 +106,18 @@ def agreement(reference: np.ndarray, candidate: np.ndarray, labels: Sequence[str
 
 
 def gate_summary(record: dict) -> str:
-    """What each quantization of an ``export.json`` record scored against the gate, in one line."""
-    scores = ", ".join(f"{short} top-1 agreement {record[f'{short}_top1_agreement']:.4f}" for short in ("int8", "w8")
-                       if f"{short}_top1_agreement" in record)
-    return f"{scores} (gate {record['gate']})"
+    """What int8 of an ``export.json`` record scored against the gate, in one line."""
+    return f"int8 top-1 agreement {record['int8_top1_agreement']:.4f} (gate {record['gate']})"
 
 
 def export_and_gate(folder: Path, out: Path, texts: Sequence[str], labels: Sequence[str],
-                    log: Callable[[str], None] = print, weight_only: bool = False) -> dict:
-    """Export ``folder``, measure int8 (and with ``weight_only`` 8-bit weights) against fp32 on ``texts`` (the KB's
-    questions), write ``export.json``. The first candidate to pass the gate serves, fastest first; else fp32."""
+                    log: Callable[[str], None] = print) -> dict:
+    """Export ``folder``, measure int8 against fp32 on ``texts`` (the KB's questions), write ``export.json``. int8
+    serves when it passes the gate; else fp32."""
     started = time.perf_counter()
-    for stale in (INT8_FILE, W8_FILE):  # a candidate of an earlier export must not serve these weights' name
-        (out / stale).unlink(missing_ok=True)
+    (out / INT8_FILE).unlink(missing_ok=True)  # an earlier export's candidate must not serve these weights' name
     fp32 = export_onnx(folder, out)
     candidates = {"int8": (quantize(fp32), "onnx-int8")}
-    if weight_only:
-        candidates["w8"] = (quantize_weights(fp32), "onnx-w8")
     version = folder_version(folder)
     reference = TransformerEncoder(folder, "reference").encode_passages(texts)
     exact = OnnxEncoder(out, "fp32", ONNX_FILE, version).encode_queries(texts)

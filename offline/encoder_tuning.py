@@ -8,9 +8,6 @@ other positive in the batch is a negative), written out in plain PyTorch so no t
 Batches hold at most one pair per answer: two paraphrases of one answer in one batch would be pushed apart as
 negatives of each other (the false negatives that cost the first trial on this machine about a point).
 
-A deeper encoder (mpnet, 12 layers: the cascade's, ``CASCADE_TUNING``) learns in its top layers only
-(:class:`TopLayers`): the lower layers run once per KB text, so `tandem kb tune` stays within minutes.
-
 The tuned folder is a sentence-transformers folder like the base one, plus ``tandem-encoder.json`` (what it was
 tuned from, on which KB, with what result), so core.encoders loads it the same way and can name its version.
 """
@@ -46,14 +43,6 @@ class TuneParams:
     answer_text_share: float = 0.3  # how often the positive is the answer text instead of a paraphrase
     hard_negatives: bool = True
     seed: int = 13
-    # 0: train every layer (MiniLM, 6 layers). n > 0: train only the top n layers, on the lower layers' output
-    # computed once per text, so a 12-layer encoder such as mpnet pays for n layers a batch, not 12.
-    train_layers: int = 0
-
-
-# The cascade's encoder (TANDEM_CASCADE_ENCODER=mpnet, 12 layers) is tuned on its top 2 layers and at most 3,000
-# pairs, so that `tandem kb tune` stays within minutes with both encoders (README, "A stronger encoder, measured").
-CASCADE_TUNING = TuneParams(max_pairs=3000, train_layers=2)
 
 
 @dataclass(frozen=True)
@@ -65,12 +54,8 @@ class Example:
 
 
 def stamped(params: TuneParams) -> dict:
-    """``params`` as the stamp records them. ``train_layers`` is left out at its default (every layer), so the
-    stamps and versions of encoders tuned before it existed still match."""
-    values = asdict(params)
-    if not values["train_layers"]:
-        del values["train_layers"]
-    return values
+    """``params`` as the stamp records them (and the tuned folder's version hashes)."""
+    return asdict(params)
 
 
 def kb_content_hash(records: Sequence[tuple[str, str, str]]) -> str:
@@ -162,10 +147,6 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
         return mean_pooled(model(**tokens).last_hidden_state, tokens["attention_mask"])
 
     embed: Callable[[list[str]], torch.Tensor] = embed_whole
-    if params.train_layers:
-        texts = sorted({t for e in examples for t in (e.anchor, e.positive, e.negative) if t is not None})
-        embed = TopLayers(model, tokenizer, texts, params.train_layers, progress=progress)
-
     trained = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=params.learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_then_linear_decay(
@@ -187,8 +168,6 @@ def tune(base_folder: Path, questions: dict[str, list[str]], answers: dict[str, 
         bar.update()
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
     bar.close()
-    if isinstance(embed, TopLayers):
-        embed.restore()
     model.eval()
     version = hashlib.sha256(f"{folder_version(base_folder)}:{kb_hash}:{json.dumps(stamped(params))}".encode()
                              ).hexdigest()[:10]
@@ -223,82 +202,6 @@ def _write_folder(model, tokenizer, base_folder: Path, out: Path, stamp: dict) -
     tmp.replace(out)
 
 
-class TopLayers:
-    """Embeds texts for training when only the top ``count`` layers learn: the embeddings and lower layers run once
-    per distinct text, without gradients, and their output is kept; each batch then runs the top layers alone.
-
-    Works for encoders whose ``model.encoder`` runs a ``layer`` list on (hidden states, attention mask) and whose
-    output is the sequence output (BERT, MPNet). Texts are embedded in two length groups so that a batch's few
-    long answer texts do not pad its many short questions to their length.
-    """
-
-    _SHORT = 32  # tokens: questions fall under it, answer texts mostly over
-
-    def __init__(self, model, tokenizer, texts: Sequence[str], count: int, progress: bool = True,
-                 chunk: int = 64):
-        import torch
-        from tqdm import tqdm
-
-        self.model = model
-        self.layers = list(model.encoder.layer)
-        if not 0 < count < len(self.layers):
-            raise ValueError(f"train_layers must be between 1 and {len(self.layers) - 1}, not {count}")
-        lower, upper = self.layers[:-count], self.layers[-count:]
-        for parameter in model.parameters():
-            parameter.requires_grad_(False)
-        for layer in upper:
-            for parameter in layer.parameters():
-                parameter.requires_grad_(True)
-        self.states: dict[str, torch.Tensor] = {}
-        model.encoder.layer = torch.nn.ModuleList(lower)
-        model.eval()
-        ordered = sorted(texts, key=len)
-        with torch.no_grad():
-            for start in tqdm(range(0, len(ordered), chunk), desc=f"Lower {len(lower)} layers, once per text",
-                              unit="batch", disable=not progress):
-                part = ordered[start:start + chunk]
-                tokens = tokenizer(part, padding=True, truncation=True, max_length=TransformerEncoder.max_length,
-                                   return_tensors="pt")
-                hidden = model(**tokens).last_hidden_state
-                lengths = tokens["attention_mask"].sum(1).tolist()
-                for i, text in enumerate(part):
-                    self.states[text] = hidden[i, :lengths[i]].clone()
-        model.encoder.layer = torch.nn.ModuleList(upper)
-        model.train()
-
-    def __call__(self, texts: list[str]):
-        import torch
-
-        short = [i for i, t in enumerate(texts) if len(self.states[t]) <= self._SHORT]
-        long = [i for i, t in enumerate(texts) if len(self.states[t]) > self._SHORT]
-        out: list = [None] * len(texts)
-        for group in (short, long):
-            if group:
-                for i, vector in zip(group, self._upper([texts[i] for i in group]), strict=True):
-                    out[i] = vector
-        return torch.stack(out)
-
-    def _upper(self, texts: list[str]):
-        import torch
-        from transformers.masking_utils import create_bidirectional_mask
-
-        states = [self.states[t] for t in texts]
-        width = max(len(s) for s in states)
-        hidden = torch.zeros(len(states), width, states[0].shape[-1])
-        mask = torch.zeros(len(states), width, dtype=torch.long)
-        for i, state in enumerate(states):
-            hidden[i, :len(state)] = state
-            mask[i, :len(state)] = 1
-        full_mask = create_bidirectional_mask(config=self.model.config, inputs_embeds=hidden, attention_mask=mask)
-        return mean_pooled(self.model.encoder(hidden, attention_mask=full_mask)[0], mask)
-
-    def restore(self) -> None:
-        """Put every layer back, so the model saves whole."""
-        import torch
-
-        self.model.encoder.layer = torch.nn.ModuleList(self.layers)
-
-
 def warmup_then_linear_decay(step: int, total: int, warmup: int) -> float:
     """The learning-rate factor: up linearly to 1 over the warm-up, then down linearly to 0; never above 1. A small
     KB has few steps, so the warm-up is at most half of them."""
@@ -325,9 +228,8 @@ def top1_agreement(encoder: Encoder, questions: dict[str, list[str]], sample: in
 
 
 def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool = True,
-                log: Callable[[str], None] = print, name: str = "minilm", base_folder: Path | None = None) -> Path:
-    """The encoder folder tuned on ``kb``'s questions and answers, trained once and cached by the KB's content.
-    ``name`` and ``base_folder`` pick the encoder tuned (default MiniLM, from its wheel)."""
+                log: Callable[[str], None] = print) -> Path:
+    """MiniLM tuned on ``kb``'s questions and answers, trained once and cached by the KB's content."""
     from core.encoders import encoders_dir
     from core.model_files import minilm_path
 
@@ -335,7 +237,7 @@ def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool
     questions, answers = kb.training_texts()
     records = [(a, "q", q) for a, qs in questions.items() for q in qs] + [(a, "a", t) for a, t in answers.items()]
     kb_hash = kb_content_hash(records)
-    folder = encoders_dir(home) / f"{name}-kb-{kb_hash}"
+    folder = encoders_dir(home) / f"minilm-kb-{kb_hash}"
     stamp = folder / STAMP_FILE
     if stamp.is_file():
         try:
@@ -344,29 +246,5 @@ def tune_for_kb(kb, home: Path, params: TuneParams | None = None, progress: bool
                 return folder
         except ValueError:
             pass  # a broken stamp: tune again
-    tune(base_folder or minilm_path(), questions, answers, folder, kb_hash, params, progress=progress, log=log,
-         name=name)
-    return folder
-
-
-def tuned_cascade_for_kb(kb, settings, progress: bool = False, log: Callable[[str], None] = print) -> Path:
-    """The cascade encoder (TANDEM_CASCADE_ENCODER) tuned on ``kb`` with :data:`CASCADE_TUNING`, and exported to ONNX
-    with the accuracy gate on the KB's own questions (its 8-bit-weight graph serves when it passes); both cached."""
-    from core.encoders import EXPORT_FILE, export_dir, folder_version
-    from core.model_files import model_path
-    from offline.encoder_export import export_and_gate
-
-    name = settings.cascade_encoder
-    folder = tune_for_kb(kb, settings.home, CASCADE_TUNING, progress=progress, log=log, name=name,
-                         base_folder=model_path(name, settings.models_dir))
-    out = export_dir(folder, settings.home)
-    try:
-        exported = json.loads((out / EXPORT_FILE).read_text()).get("version") == folder_version(folder)
-    except (OSError, ValueError):
-        exported = False
-    if not exported:
-        questions, _ = kb.training_texts()
-        pairs = [(q, label) for label, items in questions.items() for q in items]
-        pairs = pairs[::max(1, len(pairs) // 600)]  # 600 is enough for the gate, and mpnet is 7x MiniLM a text
-        export_and_gate(folder, out, [q for q, _ in pairs], [a for _, a in pairs], log=log, weight_only=True)
+    tune(minilm_path(), questions, answers, folder, kb_hash, params, progress=progress, log=log)
     return folder

@@ -21,7 +21,6 @@ from core.policy import Thresholds
 from core.settings import get_settings
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
-from offline.clarify_eval import clarify_markdown, run_clarify_eval
 from offline.datasets import Query
 from offline.kbs import INTENT_BENCHMARK, build_kb
 from offline.route_batch import batch_chain, route_record
@@ -137,7 +136,6 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
     encoders = ("tuned", "base") if base_too else ("tuned",)
     report: dict = {"date": date.today().isoformat(), "route_threshold": default.route_threshold,
                     "rewrite_threshold": default.rewrite_threshold}
-    clarify_sets: dict = {}  # held-out sets routed again with clarify on (offline/clarify_eval.py)
     with tempfile.TemporaryDirectory(prefix="tandem-eval-") as tmp:
         work = Path(tmp)
         answers = ds.bitext_answers()
@@ -150,7 +148,6 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
             heldout = cut(ds.bitext_heldout())
             report[f"heldout_{encoder}"] = product_report(_route(kb, heldout, default), heldout)
             if tune:
-                clarify_sets["heldout"] = (kb, heldout)
                 log("[tuned] Bitext test (templated) vs the same KB; product τ")
                 test = cut(ds.bitext("test"))
                 records = _route(kb, test, default)
@@ -186,8 +183,6 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
         kb = chinese_kb(work / "zh")
         test = cut(ds.chinese("test"))
         report["zh"] = product_report(_route(kb, test, default), test)
-        clarify_sets["zh"] = (kb, test)
-        report["clarify"] = run_clarify_eval(clarify_sets, log)
 
     report["summary"] = summary(report)
     return report
@@ -260,8 +255,6 @@ def summary(report: dict) -> dict:
         "hint3_kept_small": {bot: v["kept_small_share"] for bot, v in report["hint3"].items()},
         "zh_correct_on_small": report["zh"]["correct_on_small"], "zh_in_scope_to_llm": report["zh"]["in_scope_to_llm"],
         "zh_oos_to_llm": report["zh"]["oos_to_llm"], "zh_top1": report["zh"]["top1"],
-        **{f"clarify_{name}_{key}": value[key] for name, value in report.get("clarify", {}).items()
-           for key in ("ask_rate", "right_among_options", "small_precision_on")},
     }
 
 
@@ -365,8 +358,6 @@ def markdown(report: dict) -> str:
             ("CLINC150 AUROC", bare_clinc["auroc"], clinc["auroc"]),
             ("Banking77-OOS AUROC", bare_bank["auroc"], bank["auroc"]),
             ("Banking77-OOS out-of-scope recall at ≤ 5 %", bare_bank["oos_recall"], bank["oos_recall"])])
-    if report.get("clarify"):
-        lines += ["", clarify_markdown(report["clarify"], report["date"])]
     lines += ["", "HINT3 (real traffic of three bots; KB = each bot's train questions):", "",
               "| bot | real in-scope share | kept on the small tier | accuracy of kept answers | out-of-scope kept |",
               "|---|---|---|---|---|"]

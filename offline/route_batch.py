@@ -25,14 +25,13 @@ from knowledge.base import KnowledgeBase
 
 
 def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[str] | None = None,
-                live: bool = False, llm: LLM | None = None, clarify: bool = False) -> RouterChain:
+                live: bool = False, llm: LLM | None = None) -> RouterChain:
     """A chain over `kb` with the cache off; the texts given are embedded up front, in batches.
 
     The router is the shipped artifact (reproducible evaluation), or with ``live`` the one promoted in the
     configured database (what the running app uses). Without ``llm`` LLM-bound messages get the small tier (routing
     only); with one (`make eval`'s answers section) the chain answers as the product does, its LLM answers held until
-    checked as TANDEM_LLM_HOLD_UNTIL_CHECKED says. ``clarify``: the clarify
-    tier asks when the top answers are close (off by default, as the product ships; `make eval` measures both)."""
+    checked as TANDEM_LLM_HOLD_UNTIL_CHECKED says."""
     # Each message is embedded as the chain would (its search text, by its language's encoder), but in batches.
     messages = list(dict.fromkeys(texts or []))
     known = {kb.search_text(m): v for m, v in zip(messages, kb.embed_messages(messages))}
@@ -46,7 +45,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
         router = fixed_router(name)
     return RouterChain(kb=kb, router=lambda: router, embed=lambda text: known[text] if text in known
                        else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=llm,
-                       db=None, run_tools=False, clarify=clarify,
+                       db=None, run_tools=False,
                        hold_until_checked=settings.llm_hold_until_checked,
                        stop_when_broken=settings.llm_stop_when_broken)
 
@@ -60,8 +59,7 @@ def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id
             "p_llm": turn.scores.get("p_llm"), "reasons": turn.reasons,
             "rewrite": turn.plan == "rewrite", "kb_top": turn.scores.get("kb_top"),
             "kb_margin": turn.scores.get("kb_margin"), "dense_top": turn.scores.get("dense_top"),
-            "draft_quality": turn.scores.get("draft_quality"),
-            "options": [o["answer_id"] for o in turn.options if o["answer_id"] != "other"]}
+            "draft_quality": turn.scores.get("draft_quality")}
 
 
 def read_queries(path: Path) -> list[dict[str, str]]:

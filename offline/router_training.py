@@ -41,7 +41,7 @@ from knowledge.chroma_kb import ChromaKnowledgeBase
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
 from offline.datasets import Query
-from offline.kbs import INTENT_BENCHMARK, build_kb, cascade_encoder
+from offline.kbs import INTENT_BENCHMARK, build_kb
 from offline.router_fit import fit
 
 TABLE = SHIPPED_ARTIFACT.with_name("router_training.npz")
@@ -178,8 +178,7 @@ def chinese_kb(folder: Path):
     from knowledge.demo_kb import DEMO_FILES
 
     kb = ChromaKnowledgeBase(load_encoder("minilm", settings=get_settings()), path=folder, collection="zh_kb",
-                             language_encoders={"zh": load_encoder("e5", settings=get_settings())},
-                             cascade_encoder=cascade_encoder())
+                             language_encoders={"zh": load_encoder("e5", settings=get_settings())})
     kb.ingest(DEMO_FILES, progress=False)
     return kb
 

@@ -5,7 +5,7 @@ A message is LLM-bound when the router chose the LLM for it: route ``llm`` (an L
 draft, accepted or not: ``served`` is ``llm``, ``rewrite`` or ``draft``), and route ``small`` rows that the load gate
 ``degraded`` or whose LLM call failed (``fallback``): their customers got the KB draft only because the engine was
 busy or down, which is what an answer prepared while the engine is idle is for. Everything else (small tier, cache,
-tool, guard, clarify, handoff) is left out.
+tool, guard, handoff) is left out.
 
 Pure functions: the caller passes the database, the embed function (the knowledge base's, so each message is
 embedded by the encoder the KB uses for its language: ``kb.embed_messages``, with ``kb.space_for`` to keep the
@@ -30,7 +30,7 @@ from datetime import datetime
 import numpy as np
 from sqlalchemy import and_, or_, select
 
-from chains.schema import PREPARE_CHANNEL
+from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE
 from core.pii import MASKED, find_pii
 from ops.logframes import masked
 from storage.db import Database
@@ -100,7 +100,7 @@ def llm_bound(db: Database, since: datetime | None = None, until: datetime | Non
     t = table_of(RequestLog)
     query = (select(t.c.id, t.c.created_at, t.c.session_id, t.c.text, t.c.route, t.c.served, t.c.degraded,
                     t.c.trace)
-             .where(or_(t.c.route == "llm", and_(t.c.route == "small", or_(t.c.degraded, t.c.fallback))))
+             .where(or_(t.c.route == LLM_ROUTE, and_(t.c.route == SMALL_ROUTE, or_(t.c.degraded, t.c.fallback))))
              .where(t.c.text != "")
              .where(t.c.channel != PREPARE_CHANNEL)  # the idle-time worker's own requests are not customers'
              .order_by(t.c.created_at.desc(), t.c.id).limit(limit))

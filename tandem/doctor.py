@@ -54,24 +54,11 @@ def run_doctor(load: bool = True) -> int:
         if name in model_files.LOCAL_LLMS and name != local.name:  # another stand-in: shown, never required
             print(f"  --   model {name}: not selected ({_where(name, settings.models_dir)})")
             continue
-        if name in model_files.OPTIONAL_MODELS and name not in (settings.encoder, settings.cascade_encoder):
-            print(f"  --   model {name}: optional, not selected (TANDEM_ENCODER={name} or "
-                  f"TANDEM_CASCADE_ENCODER={name}); {_wheels(name)}")
-            continue
         healthy &= _check(f"model {name}", lambda name=name: str(model_files.model_path(name, settings.models_dir)))
     healthy &= _check("LLM", lambda: _llm_line(settings))
     if load:
         healthy &= _check(f"encoder {settings.encoder}",
                           lambda: _encoder_line(encoders.load_encoder(settings.encoder, settings=settings)))
-        if settings.cascade_encoder:  # asked only when the first encoder is unsure (knowledge.cascade)
-            from chains.runtime import cascade_encoder
-            from knowledge.cascade import CascadeParams
-
-            healthy &= _check(f"cascade encoder {settings.cascade_encoder}", lambda: _encoder_line(
-                cascade_encoder(settings, settings.cascade_encoder)) + f", asked when the top two answers are close "
-                f"and the message has at most {CascadeParams().max_words} words")
-        else:
-            print("  --   cascade encoder: off (TANDEM_CASCADE_ENCODER=mpnet asks a stronger one when unsure)")
         healthy &= _check(f"load {local.name}", lambda: _generate_once(local, settings.models_dir))
     healthy &= _check("database", lambda: open_database(settings.db_url).init().display_url)
     print("remote parts (not required):")
@@ -104,24 +91,6 @@ def _encoder_line(encoder) -> str:
     line = (f"{served['name']} {served['version']}, {dim}-d, served by {served['backend']} on {encoder.threads} "
             f"thread{'s' if encoder.threads > 1 else ''}, {statistics.median(times):.1f} ms a short message here")
     return line + (f" ({served['problem']})" if served.get("problem") else "")
-
-
-def _wheels(name: str) -> str:
-    """Whether an optional model's wheels are installed, without assembling it."""
-    from core import model_files
-
-    packages = model_files.OPTIONAL_MODELS[name]
-    missing = [p for p in packages if not _installed_version(p)]
-    if missing:
-        return f"{len(missing)} of its {len(packages)} wheels not installed (Fix: {model_files.REGISTRY[name].fix})"
-    return f"its {len(packages)} wheels installed ({packages[0]} {_installed_version(packages[0])} ...)"
-
-
-def _installed_version(package: str) -> str:
-    try:
-        return md.version(package)
-    except md.PackageNotFoundError:
-        return ""
 
 
 def _where(name: str, models_dir: Path) -> str:

@@ -16,7 +16,7 @@ from chains.check import CLAIM_KINDS, STAND_INS, AnswerCheck, StreamChecker, sou
 from chains.llm.base import LLMResult, LLMUnavailable
 from chains.schema import Revised
 from chains.settled import SettledWatch
-from chains.tiers.base import Tier, register
+from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE, Tier, register
 from chains.turn import Turn, timed
 from chains.verify import Defect, defects, rewrite_verdict, without_citations
 
@@ -28,7 +28,7 @@ CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
 @register
 class LLMTier(Tier):
-    name = "llm"
+    name = LLM_ROUTE
     cacheable = True  # only answers the help center vouches for (RouterChain._cacheable)
     plans = ("llm", "rewrite")
 
@@ -95,7 +95,7 @@ class LLMTier(Tier):
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", draft.text, f"fallback: {reason}")
+        return turn.finish(SMALL_ROUTE, draft.text, f"fallback: {reason}")
 
     def _checked(self, turn: Turn, generated: Iterator[str | LLMResult]) -> Iterator[str | Revised | Turn]:
         """Pass the answer on through the check; apply the operator's policy to what it finds. An answer the check
@@ -252,7 +252,7 @@ class LLMTier(Tier):
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
-        return turn.finish("small", f"{self._notices(turn).fallback}\n\n{draft.text}", f"fallback: {reason}")
+        return turn.finish(SMALL_ROUTE, f"{self._notices(turn).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
 
 def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:

@@ -13,23 +13,20 @@ from core.encoders.cache import (
     ACTIVE_FILE,
     AUTO,
     ENCODERS,
-    active_tuned_cascade,
     active_tuned_folder,
     encoders_dir,
     load_encoder,
-    load_tuned_cascade,
     resolve,
     set_active_tuned_folder,
-    threads_are_its_own,
 )
 from core.encoders.e5 import E5Encoder
-from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, W8_FILE, OnnxEncoder, cpu_has_vnni
+from core.encoders.onnx import EXPORT_FILE, INT8_FILE, ONNX_FILE, OnnxEncoder, cpu_has_vnni
 from core.encoders.transformer import TransformerEncoder, mean_pooled
 
 __all__ = [
-    "ACTIVE_FILE", "AUTO", "ENCODERS", "EXPORT_FILE", "INT8_FILE", "ONNX_FILE", "STAMP_FILE", "W8_FILE",
+    "ACTIVE_FILE", "AUTO", "ENCODERS", "EXPORT_FILE", "INT8_FILE", "ONNX_FILE", "STAMP_FILE",
     "BatchingEncoder",
-    "E5Encoder", "Encoder", "OnnxEncoder", "TransformerEncoder", "active_tuned_cascade", "active_tuned_folder", "cpu_has_vnni",
+    "E5Encoder", "Encoder", "OnnxEncoder", "TransformerEncoder", "active_tuned_folder", "cpu_has_vnni",
     "embedded_by_length", "encoders_dir", "export_dir", "folder_version", "load_encoder", "mean_pooled", "resolve",
-    "load_tuned_cascade", "serving_encoder", "set_active_tuned_folder", "threads_are_its_own",
+    "serving_encoder", "set_active_tuned_folder",
 ]

