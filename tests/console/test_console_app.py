@@ -135,20 +135,41 @@ def test_requests_page_filters_by_route_and_shows_the_chains_trace(signed_in, tr
     assert not [b for b in at.button if b.key == f"handoff_done_{ours.id}"]
 
 
-def test_overview_counts_rewrite_rejections_and_the_requests_page_shows_the_rejected_text_as_plain_text(signed_in,
-                                                                                                       traffic):
+@pytest.fixture
+def rejected_rewrite(traffic, llm_settings, db, demo_kb):
+    """A rejection made on purpose, through the real service and vLLM: the traffic's rewrite message with room for
+    only a few tokens, so the rewrite is cut off at the token limit and verification keeps the draft (SmolLM2's
+    rewrites of the traffic's own may pass or fail). Logged before the console signs in: its pages cache rows for
+    two seconds."""
+    from chains.schema import ChatRequest
+    from tests.conftest import make_runtime
+    from tests.console.traffic import REWRITE
+
+    runtime = make_runtime(llm_settings, db, demo_kb, use_llm=True)
+    try:
+        return runtime.service.answer(ChatRequest(message=REWRITE[0], user_id="u-rejected", session_id="rejected-1",
+                                                  channel="ui", max_tokens=6))
+    finally:
+        runtime.close()
+
+
+def test_overview_counts_rewrite_rejections_and_the_requests_page_shows_the_rejected_text_as_plain_text(
+        rejected_rewrite, signed_in):
+    cut = rejected_rewrite
     rows = _logged_last_24h()
+    ours = next(r for r in rows if r.id == cut.request_id)
+    assert ours.served == "draft" and ours.rejected_text, (ours.served, ours.findings)
+    assert ours.completion_tokens == 6  # cut off at the limit: no verification passes a rewrite that stopped there
     rewrites = [r for r in rows if any(isinstance(s, dict) and s.get("stage") == "rewrite" for s in r.trace)]
-    rejected = [r for r in rewrites if any(f.get("kind") == "rewrite_rejected" for f in r.findings)]
-    assert rewrites, "the traffic sends a message whose draft the LLM rewrites"
+    rejected = [r.id for r in rewrites if any(f.get("kind") == "rewrite_rejected" for f in r.findings)]
+    assert ours.id in rejected, ours.findings
     at = signed_in.switch_page("views/overview.py").run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["LLM rewrites"] == f"{len(rewrites):,}"
     assert metrics["Rejected (draft served)"] == f"{len(rejected):,}"
-    for row in rejected[:1]:  # the real model's rewrite may pass; a rejected one is readable by the operator
-        at = signed_in.switch_page("views/request_log.py").run()
-        at.selectbox(key="req_pick").set_value(row.id).run()
-        assert any(t.value == row.rejected_text for t in at.text) and row.served == "draft"
+    at = signed_in.switch_page("views/request_log.py").run()
+    at.selectbox(key="req_pick").set_value(ours.id).run()
+    assert any(t.value == ours.rejected_text for t in at.text), [t.value for t in at.text]  # the model's words, as text
 
 
 def test_customer_text_with_markdown_is_shown_as_plain_text_never_rendered(signed_in, traffic):

