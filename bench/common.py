@@ -20,9 +20,14 @@ SEED = 13
 
 @dataclass(frozen=True)
 class Sizes:
-    """How much traffic each section sends. `quick` is a ~6 minute smoke run; full must stay under 15 min, but for
-    section 6 (prefix reuse): 200 conversations took 38 minutes on 2 busy cores (README "Conversation prefix reuse"),
-    and section 7 (the mixed trace): five passes of 30 sessions, about half an hour on 2 cores."""
+    """How much traffic each section sends. `quick` is a ~6 minute smoke run; full must fit in 30 minutes on 2 AVX2
+    cores (no avx512), where vLLM serves Qwen2.5-0.5B in float32: a chain prompt's first token takes about 3.5 s
+    there (0.4 s on an AVX-512 host) and a 48-token answer about 11 s. Sections 0-5 took 588 s on an AVX-512 host
+    (2026-12-04), an estimated 17.5 min on AVX2 with the LLM budgets below; the cache sections 6-8 get about 12.5, on
+    one pair of vLLM servers. Earlier sizes did not fit: 200 prefix-reuse conversations alone took 38 min (SmolLM2,
+    AVX-512), the mixed trace's 30 sessions 25 min (Qwen, AVX-512). Each section's wall time is kept in the report
+    (``sections``), to size them again. A larger sample of one cache section: ``python -m bench.prefix_reuse``
+    (``bench.mixed_trace``, ``bench.idle_interference``) alone, with its own size option."""
 
     routing_queries: int
     cache_repeats: int
@@ -41,7 +46,7 @@ class Sizes:
     embed_budget_s: float             # section 3 shrinks its samples when the KBs would take longer to embed
     levels: tuple[int, ...] = (1, 8, 32, 64)
     llm_levels: tuple[int, ...] = (1, 8, 32)  # concurrent streaming clients against the vLLM server
-    llm_level_seconds: float = 20.0
+    llm_level_seconds: float = 12.0  # per level; at 32 clients the answers in flight then take ~2 min on AVX2
     llm_questions: int = 40                     # fixed set of customer questions the LLM levels cycle through
     encoder_single: int = 300                   # messages encoded one at a time, per backend
     encoder_batch: int = 320                    # messages encoded in batches of 32, per backend
@@ -50,22 +55,25 @@ class Sizes:
     replica_clients: int = 64
     replica_seconds: float = 15.0
     cross_replica_pairs: int = 50
-    prefix_conversations: int = 200             # multi-turn conversations replayed, prefix caching on and off
-    prefix_before_conversations: int = 60       # of those, replayed in the layout before issue 42 too
-    mixed_sessions: int = 30                    # held-out sessions of the mixed trace, replayed in 5 passes
-    idle_live: int = 24                         # live LLM-bound messages, with the idle-time worker off and on
+    # AVX2 estimates: a conversation (4.5 turns, prefill only) about 34 s on both servers; a mixed-trace session about
+    # 9 LLM answers over the 5 passes (~100 s) plus two idle windows (~2.5 min); an idle-section live message ~11 s
+    prefix_conversations: int = 4               # multi-turn conversations replayed, prefix caching on and off (2.3 min)
+    prefix_before_conversations: int = 2        # of those, replayed in the layout before issue 42 too
+    prefix_budget_s: float | None = 120.0       # no conversation starts after this much replay (the report counts)
+    mixed_sessions: int = 2                     # held-out sessions of the mixed trace, replayed in 5 passes (6.5 min)
+    idle_live: int = 5                          # live LLM-bound messages, with the idle-time worker off and on (2.6 min)
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
              bitext_kb_questions=None, tau_limit=None, llm_sample_calls=24, http_per_route=100, http_llm_calls=5,
              level_seconds=10.0, routing_budget_s=200.0, profile_budget_s=90.0,
-             llm_budget_s=150.0, embed_budget_s=180.0)
+             llm_budget_s=100.0, embed_budget_s=180.0)
 QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bot_limit=120, bitext_limit=250,
               bitext_kb_questions=1200, tau_limit=40, llm_sample_calls=4, http_per_route=30, http_llm_calls=2,
               level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
               llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
-              replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=12, prefix_before_conversations=6,
-              mixed_sessions=3, idle_live=4)
+              replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=2, prefix_before_conversations=1,
+              prefix_budget_s=60.0, mixed_sessions=1, idle_live=4)
 
 
 def rng() -> random.Random:
@@ -89,12 +97,13 @@ def mean(values: Iterable[float]) -> float | None:
 
 def machine_info() -> dict:
     """What a reader needs to judge the numbers: cores, CPU, RAM, versions, and how busy the box was."""
-    cpu = ""
+    cpu, flags = "", ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.startswith("model name") and not cpu:
                 cpu = line.split(":", 1)[1].strip()
-                break
+            elif line.startswith("flags") and not flags:
+                flags = line.split(":", 1)[1]
     except OSError:
         pass
     ram_gib = None
@@ -111,7 +120,10 @@ def machine_info() -> dict:
         torch_threads = torch.get_num_threads()
     except Exception:  # the bench still reports when torch is broken; the sections then fail on their own
         torch_version, torch_threads = "unavailable", None
+    # AVX-512 or not: the same "AMD EPYC" name covers both kinds of host here, and vLLM serves bfloat16 only on the
+    # first, float32 on AVX2-only ones (a chain prompt's first token 3.5 s there against 0.4 s).
     return {"cores": os.cpu_count(), "cpu": cpu or platform.processor() or "unknown", "ram_gib": ram_gib,
+            "avx512": "avx512f" in flags.split() if flags else None,
             "python": platform.python_version(), "torch": torch_version, "torch_threads": torch_threads,
             "platform": platform.platform(), "loadavg_start": [round(x, 2) for x in os.getloadavg()]}
 

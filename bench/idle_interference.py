@@ -26,7 +26,7 @@ import argparse
 import json
 import random
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +100,7 @@ def run_pass(name: str, settings, kb, template: Path, folder: Path, server, mess
     finally:
         if worker is not None:
             worker.worker.stop()
-            tokens = prepared.tokens_spent(runtime.db, datetime.min)
+            tokens = prepared.tokens_spent(runtime.db, datetime.min.replace(tzinfo=UTC))
         runtime.close()
         prepared.RETRY_AFTER_S = retry_after
     for row in rows:  # the worker's spans are complete only now: a request in flight is recorded when it ends
@@ -131,17 +131,21 @@ def compare(off: dict, on: dict) -> dict[str, Any]:
                                       and r["ms"] > 1.2 * base[r["text"]] and r["ms"] - base[r["text"]] > WAIT_MS)}
 
 
-def run(settings, live: int, gap_s: float, log) -> dict[str, Any]:
+def run(settings, live: int, gap_s: float, log, servers: dict[bool, Any] | None = None) -> dict[str, Any]:
+    """Both passes on one vLLM with prefix caching on: its own, or ``servers[True]`` (from
+    bench.mixed_trace.start_servers, left running; each pass resets its cache first)."""
     folder, settings, kb = replay_setup(settings, "tandem-idle-")
     template, _ = history_db(settings, kb, folder, log)
     messages = live_messages(live)
     arrivals = schedule(len(messages), gap_s)
-    servers = start_servers(settings, folder, log, {True})
+    own = servers is None
     try:
+        if servers is None:
+            servers = start_servers(settings, folder, log, {True})
         passes = {name: run_pass(name, settings, kb, template, folder, servers[True], messages, arrivals, log)
                   for name in ("worker off", "worker on")}
     finally:
-        for server in servers.values():
+        for server in (servers or {}).values() if own else ():
             server.stop()
     compared = compare(passes["worker off"], passes["worker on"])
     return {"live": len(messages), "gap_s": gap_s, "model": settings.llm_model, "passes": passes,

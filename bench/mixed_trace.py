@@ -302,7 +302,7 @@ def start_servers(settings, folder: Path, log, which: set[bool]) -> dict[bool, A
             servers[caching] = LLMServer(s, port=port, log_path=folder / f"vllm-{'on' if caching else 'off'}.log")
             began = time.perf_counter()
             servers[caching].start(timeout=900)
-            log(f"  mixed trace: vLLM, prefix caching {'on' if caching else 'off'}, ready after "
+            log(f"  vLLM, prefix caching {'on' if caching else 'off'}, ready after "
                 f"{time.perf_counter() - began:.0f} s ({servers[caching].model})")
     except BaseException:
         for server in servers.values():
@@ -312,8 +312,10 @@ def start_servers(settings, folder: Path, log, which: set[bool]) -> dict[bool, A
 
 
 def run(settings, n: int, log, share: float = 0.3, logs_dir: Path | None = None,
-        passes: list[str] | None = None) -> dict[str, Any]:
-    """The whole bench: KB, history, trace, two vLLM servers, the five passes (servers stopped on the way out)."""
+        passes: list[str] | None = None, servers: dict[bool, Any] | None = None) -> dict[str, Any]:
+    """The whole bench: KB, history, trace, two vLLM servers, the five passes (servers stopped on the way out).
+    ``servers`` (from start_servers) are used instead and left running: `make bench` shares one pair among its cache
+    sections (each pass on the caching server resets its cache first)."""
     folder, settings, kb = replay_setup(settings, "tandem-trace-")
     template, frequent = history_db(settings, kb, folder, log)
     sessions = load_sessions("heldout")[:n]
@@ -323,13 +325,15 @@ def run(settings, n: int, log, share: float = 0.3, logs_dir: Path | None = None,
                               settings.llm_max_tokens, "prepare_tokens_per_hour": settings.prepare_tokens_per_hour
                               or PREPARE_BUDGET, "passes": {}}
     names = [name for name in PASSES if passes is None or name in passes]
-    servers = start_servers(settings, logs_dir or folder, log, {PASSES[name][0] for name in names})
+    own = servers is None
     try:
+        if servers is None:
+            servers = start_servers(settings, logs_dir or folder, log, {PASSES[name][0] for name in names})
         result["model"] = next(iter(servers.values())).model
         for name in names:
             result["passes"][name] = run_pass(name, settings, kb, template, order, servers, folder, log)
     finally:
-        for server in servers.values():
+        for server in (servers or {}).values() if own else ():
             server.stop()
         shutil.rmtree(folder, ignore_errors=True)
     result["targets"] = targets(result["passes"])

@@ -154,56 +154,70 @@ def server_args(settings, caching: bool) -> str:
 
 
 def run(settings, n: int, log: Callable[[str], None], before: int | None = None, logs_dir=None,
-        budget_s: float | None = None) -> dict[str, Any]:
+        budget_s: float | None = None, servers: dict[bool, Any] | None = None) -> dict[str, Any]:
     """Two servers, started one after the other on free ports (stopped on the way out): prefix caching on and off.
     The ``before`` pass runs first on the one with caching on; then each conversation is replayed on one and at once
     on the other, so a busy spell of the machine weighs on both sides alike. Past ``budget_s`` of replay no further
-    conversation starts; ``conversations_replayed`` says how many were."""
+    conversation starts; ``conversations_replayed`` says how many were.
+
+    ``servers`` ({True: caching on, False: off}, started by bench.mixed_trace.start_servers, so with the endpoint
+    that resets the cache) are used instead and left running: `make bench` starts one pair for its three cache
+    sections. The cache of the one with caching on is emptied first, so nothing of earlier work is found in it."""
     from tandem.llm_server import LLMServer
     from tandem.processes import free_port
 
-    convs = conversations(n)
-    before_convs = convs[:n if before is None else min(before, n)]
-    result: dict[str, Any] = {"conversations": n, "turns": sum(len(c) for c in convs),
-                              "before_conversations": len(before_convs), "max_tokens": 1,
-                              "sets": "demo shop (dev + held-out) and Bitext held-out, alternating"}
-    servers: dict[bool, Any] = {}
+    if servers is not None:
+        reset = httpx.post(servers[True].url.removesuffix("/v1") + "/reset_prefix_cache", timeout=60)
+        reset.raise_for_status()
+        return _replay(n, log, before, budget_s, servers)
+    started: dict[bool, Any] = {}
     try:
         for caching in (True, False):
             port = free_port()
             server_settings = settings.model_copy(update={"vllm_args": server_args(settings, caching),
                                                            "llm_url": f"http://127.0.0.1:{port}/v1"})
             log_path = logs_dir / f"vllm-prefix-{'on' if caching else 'off'}.log" if logs_dir else None
-            servers[caching] = LLMServer(server_settings, port=port, log_path=log_path)
+            started[caching] = LLMServer(server_settings, port=port, log_path=log_path)
             began = time.perf_counter()
-            servers[caching].start(timeout=600)
+            started[caching].start(timeout=600)
             log(f"  prefix reuse: vLLM with prefix caching {'on' if caching else 'off'} ready after "
-                f"{time.perf_counter() - began:.0f} s ({servers[caching].model})")
-        on, off = servers[True], servers[False]
-        result["model"] = on.model
-        rows: dict[str, list[dict[str, float]]] = {"before_caching_on": [], "served_caching_on": [],
-                                                   "served_caching_off": []}
-        began = time.perf_counter()
-        with httpx.Client() as client:
-            for conv in before_convs:
-                rows["before_caching_on"] += replay(client, on.url, on.model, conv, "before")
-            result["conversations_replayed"] = 0
-            for i, conv in enumerate(convs, start=1):
-                if budget_s is not None and time.perf_counter() - began > budget_s:
-                    log(f"  prefix reuse: budget of {budget_s:.0f} s spent after {i - 1} conversations")
-                    break
-                result["conversations_replayed"] = i
-                rows["served_caching_on"] += replay(client, on.url, on.model, conv, "served")
-                rows["served_caching_off"] += replay(client, off.url, off.model, conv, "served")
-                if i % 25 == 0:
-                    log(f"  prefix reuse: {i}/{len(convs)} conversations ({time.perf_counter() - began:.0f} s)")
-        result["replay_s"] = round(time.perf_counter() - began, 1)
-        for key, got in rows.items():
-            result[key] = summarize(got)
-            log(f"  prefix reuse {key}: {result[key]}")
+                f"{time.perf_counter() - began:.0f} s ({started[caching].model})")
+        return _replay(n, log, before, budget_s, started)
     finally:
-        for server in servers.values():
+        for server in started.values():
             server.stop()
+
+
+def _replay(n: int, log: Callable[[str], None], before: int | None, budget_s: float | None,
+            servers: dict[bool, Any]) -> dict[str, Any]:
+    """The three passes on ``servers`` (caching on, off), which are up."""
+    convs = conversations(n)
+    before_convs = convs[:n if before is None else min(before, n)]
+    result: dict[str, Any] = {"conversations": n, "turns": sum(len(c) for c in convs),
+                              "before_conversations": len(before_convs), "max_tokens": 1,
+                              "sets": "demo shop (dev + held-out) and Bitext held-out, alternating"}
+    on, off = servers[True], servers[False]
+    result["model"] = on.model
+    rows: dict[str, list[dict[str, float]]] = {"before_caching_on": [], "served_caching_on": [],
+                                               "served_caching_off": []}
+    began = time.perf_counter()
+    with httpx.Client() as client:
+        for conv in before_convs:
+            rows["before_caching_on"] += replay(client, on.url, on.model, conv, "before")
+        result["conversations_replayed"] = 0
+        for i, conv in enumerate(convs, start=1):
+            if budget_s is not None and time.perf_counter() - began > budget_s:
+                log(f"  prefix reuse: budget of {budget_s:.0f} s spent after {i - 1} conversations")
+                break
+            result["conversations_replayed"] = i
+            rows["served_caching_on"] += replay(client, on.url, on.model, conv, "served")
+            rows["served_caching_off"] += replay(client, off.url, off.model, conv, "served")
+            if i % 25 == 0:
+                log(f"  prefix reuse: {i}/{len(convs)} conversations ({time.perf_counter() - began:.0f} s)")
+    result["replay_s"] = round(time.perf_counter() - began, 1)
+    for key, got in rows.items():
+        result[key] = summarize(got)
+        log(f"  prefix reuse {key}: {result[key]}")
     on_ttft = (result.get("served_caching_on") or {}).get("ttft_ms_turn2plus", {}).get("p50")
     off_ttft = (result.get("served_caching_off") or {}).get("ttft_ms_turn2plus", {}).get("p50")
     if on_ttft and off_ttft:

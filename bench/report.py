@@ -100,15 +100,31 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _section_lines(result: dict) -> list[str]:
+    """When and where each section was last measured: `make bench SECTIONS=...` reruns some and keeps the others."""
+    sections = result.get("sections") or {}
+    if not sections:
+        return []
+    lines = ["| section | measured | wall time | host | run |", "|---|---|---|---|---|"]
+    for name, s in sections.items():
+        host = s.get("machine") or {}
+        kind = {True: "AVX-512", False: "AVX2", None: "?"}[host.get("avx512")]
+        lines.append(f"| {name} | {s.get('date')} | {_fmt(s.get('wall_s'), 's')} | {host.get('cores')} cores, {kind} | "
+                     f"{'quick' if s.get('quick') else 'full'} |")
+    return [*lines, ""]
+
+
 def _summary_lines(result: dict) -> list[str]:
     m = result.get("machine", {})
     lines = [
-        f"Last run: **{result.get('date')}** ({'quick smoke run' if result.get('quick') else 'full run'}, "
-        f"{result.get('duration_s')} s). Machine: {m.get('cores')} cores, {m.get('cpu')}, {m.get('ram_gib')} GiB RAM, "
+        f"Last run: **{result.get('date')}** ({'quick smoke run' if result.get('quick') else 'full run'}"
+        + (f" of {', '.join(result['ran'])}" if result.get("ran") else "") + f", {result.get('duration_s')} s). "
+        f"Machine: {m.get('cores')} cores, {m.get('cpu')}, {m.get('ram_gib')} GiB RAM, "
         f"Python {m.get('python')}, torch {m.get('torch')}; load average at start {m.get('loadavg_start')} "
         "(shared machine: absolute numbers are noisy). Raw figures: `reports/bench.json`; profile: "
         "`reports/profile.txt`.",
         "",
+        *_section_lines(result),
         "| metric | measured | target | met |",
         "|---|---|---|---|",
     ]

@@ -13,6 +13,10 @@ on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.pre
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
+
+Sections run one at a time too: ``--sections routing,prefix`` (``make bench SECTIONS="routing prefix"``; ``--list``
+names them). A section run updates only its own keys of reports/bench.json and keeps the others; ``sections`` in the
+report says when each was last measured, on which machine, and how long it took.
 """
 
 from __future__ import annotations
@@ -97,13 +101,87 @@ def spare_questions(sizes) -> list[str]:
     return out
 
 
+# name: (what it measures, the sections it needs earlier in the same run, the report keys it owns). In the order a
+# full run takes them: the LLM-free sections first, before any server competes for the cores.
+SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "encoders": ("0. encoder backends side by side (torch fp32, ONNX fp32, ONNX int8; micro-batching)", (),
+                 ("encoders",)),
+    "routing": ("1. routing overhead per stage over the demo KB, and the hot path's profile", (),
+                ("routing", "routing_overhead_ms", "profile")),
+    "policies": ("3. hybrid vs always-LLM vs always-small on HINT3, Bitext, tau-bench (samples vLLM)", ("routing",),
+                 ("policy_sizes", "llm_server_events", "policies", "hybrid_vs_always_llm")),
+    "app": ("2, 4, 5. cold start, end-to-end per route, API surfaces, vLLM at 1/8/32 clients, throughput, torch side by "
+            "side", ("policies",),
+            ("cold_start_s", "rss_after_start_mib", "app_encoder", "end_to_end", "cache_hit_ms", "small_answer_ms",
+             "api_surfaces", "llm_levels", "vllm_rss_mib", "concurrency", "concurrency_note", "rss_mib", "rss_peak_mib",
+             "torch_side_by_side")),
+    "replicas": ("4c. two app replicas behind nginx vs one, and a cache hit across replicas", (), ("replicas",)),
+    "prefix": ("6. conversation prefix reuse, prefix caching on and off", (), ("prefix_reuse",)),
+    "mixed": ("7. the three caches of issue 42 on one replayed mixed trace, each off and on", (), ("mixed_trace",)),
+    "idle": ("8. the idle-time worker's delay to live traffic that arrives with gaps", (), ("idle_interference",)),
+}
+# The timed steps (Clock laps, and the keys of ``errors``) of each section.
+STEPS = {"export": "encoders", "encoders": "encoders", "routing": "routing", "profile": "routing",
+         "policies": "policies", "llm_server": "policies", "llm_sample": "policies", "llm_levels": "app",
+         "cold_start": "app", "end_to_end": "app", "api_surfaces": "app", "throughput": "app",
+         "torch_side_by_side": "app", "replicas": "replicas", "prefix_reuse": "prefix", "mixed_trace": "mixed",
+         "idle_interference": "idle"}
+
+
+def chosen_sections(names: list[str]) -> list[str]:
+    """The sections to run, in run order: those named and the ones they need (``policies`` needs ``routing``'s
+    timings, ``app`` the message pools ``policies`` builds)."""
+    unknown = [n for n in names if n not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown bench section(s): {', '.join(unknown)}. Known: {', '.join(SECTIONS)}")
+    wanted: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(SECTIONS[name][1])
+    return [name for name in SECTIONS if name in wanted]
+
+
+def merged(previous: dict, result: dict, ran: list[str]) -> dict:
+    """``previous`` report with the keys, timed steps and errors of the sections in ``ran`` replaced by this run's:
+    a section run keeps what the others measured, and ``sections`` says when each one was."""
+    out = dict(previous)
+    for name in ran:
+        for key in SECTIONS[name][2]:
+            out.pop(key, None)
+    for key in ("section_s", "errors"):
+        kept = {step: v for step, v in (previous.get(key) or {}).items() if STEPS.get(step) not in ran}
+        out[key] = {**kept, **(result.get(key) or {})}
+    out.update({k: v for k, v in result.items() if k not in ("section_s", "errors", "sections")})
+    # A report written before sections were recorded: its figures carry that run's date.
+    dated = {name: {"date": previous.get("date"), "wall_s": None, "quick": bool(previous.get("quick")),
+                    "machine": {k: (previous.get("machine") or {}).get(k) for k in ("cores", "cpu", "avx512")}}
+             for name, (_, _, keys) in SECTIONS.items() if any(k in previous for k in keys)}
+    out["sections"] = {**dated, **(previous.get("sections") or {}), **(result.get("sections") or {})}
+    if not out["errors"]:
+        out.pop("errors")
+    out["quick"] = any(s.get("quick") for s in out["sections"].values())
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="~6 minute smoke run with small samples")
+    parser.add_argument("--sections", default="", help="comma-separated sections to run (default: all; see --list); "
+                        "the report keeps the other sections' figures")
+    parser.add_argument("--list", action="store_true", help="name the sections and what each measures, and exit")
     parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench.json", help="JSON report path")
     parser.add_argument("--no-readme", action="store_true", help="do not rewrite the README bench section")
     parser.add_argument("--keep-tmp", action="store_true", help="keep the temporary homes and logs")
     args = parser.parse_args(argv)
+    if args.list:
+        for name, (what, needs, _) in SECTIONS.items():
+            print(f"{name:9} {what}" + (f" (runs {', '.join(needs)} first)" if needs else ""))
+        return 0
+    named = [n for n in args.sections.replace(",", " ").split() if n]
+    ran = chosen_sections(named) if named else list(SECTIONS)
     # SIGTERM (a timeout, Ctrl-C in make) must still stop the servers and write what was measured.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = QUICK if args.quick else FULL
@@ -115,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     llm_port, app_port = free_port(), free_port()
     homes = isolate(tmp, llm_port)
     result: dict = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "quick": args.quick,
-                    "machine": machine_info()}
-    log(f"{'quick' if args.quick else 'full'} run; temp homes under {tmp}; models from {homes['models']}")
+                    "machine": machine_info(), "ran": ran, "sections": {}}
+    extra = [n for n in ran if named and n not in named]
+    log(f"{'quick' if args.quick else 'full'} run of {', '.join(ran)}"
+        + (f" ({', '.join(extra)}: needed by the sections named)" if extra else "")
+        + f"; temp homes under {tmp}; models from {homes['models']}")
     llm_server = app = None
     try:
-        llm_server, app = _run(result, sizes, clock, homes, tmp, llm_port, app_port, args)
+        llm_server, app = _run(result, sizes, clock, homes, tmp, llm_port, app_port, ran)
     finally:
         if app is not None:
             app.stop()
@@ -128,71 +209,157 @@ def main(argv: list[str] | None = None) -> int:
         result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         result["duration_s"] = clock.total
         result["section_s"] = clock.sections
-        _write(result, args)
+        report = result if ran == list(SECTIONS) else merged(_previous(args.out), result, ran)
+        _write(report, args)
         if args.keep_tmp:
             log(f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    log(f"done in {clock.total} s; report {args.out}")
+    for name, record in result["sections"].items():
+        log(f"  {name:9} {record['wall_s']:7.1f} s")
+    log(f"done in {clock.total} s ({', '.join(ran)}); report {args.out}")
     return 1 if result.get("errors") else 0
 
 
-def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, args):
+def _previous(path: Path) -> dict:
+    """The report a section run merges into (empty when there is none or it does not parse)."""
+    try:
+        previous = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return previous if isinstance(previous, dict) else {}
+
+
+class _Timed:
+    """Wall time of one section (its setup included) into ``result["sections"]``, with when and on what host it ran
+    (the sizes it ran at are in its own figures: conversations, sessions, live messages ...)."""
+
+    def __init__(self, result: dict, name: str, quick: bool) -> None:
+        self.result, self.name, self.quick = result, name, quick
+
+    def __enter__(self) -> None:
+        self.began = time.perf_counter()
+        self.date = datetime.now(UTC).isoformat(timespec="seconds")
+        log(f"section {self.name}: {SECTIONS[self.name][0]}")
+
+    def __exit__(self, *exc: object) -> None:
+        machine = self.result["machine"]
+        self.result["sections"][self.name] = {
+            "date": self.date, "wall_s": round(time.perf_counter() - self.began, 1), "quick": self.quick,
+            "machine": {k: machine.get(k) for k in ("cores", "cpu", "avx512")}}
+
+
+def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: int, app_port: int, ran: list[str]):
     from bench import http_load
     from core.settings import get_settings
     from tandem.llm_server import LLMServer
 
     settings = get_settings()
-    _encoders(result, sizes, clock, homes, tmp)
-    gc.collect()
-    timings = _routing(result, sizes, clock, settings)
-    gc.collect()
-
-    # The LLM server loads (unmeasured) while section 3 builds its knowledge bases.
-    llm_server = LLMServer(port=llm_port, log_path=homes["logs"] / "llm-server.log")
-    llm_server.start(wait=False)
-    small_pool, llm_pool, llm_prompts = _policies(result, sizes, clock, settings, homes, tmp, llm_server, timings)
-    gc.collect()
-
-    # 5. Cold start, then 2. end-to-end per route.
-    app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
-    started = _section(result, "cold_start", clock, app.start)
-    traffic = _end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started else None
-    _with_llm(result, sizes, clock, settings, app, llm_server, traffic, llm_pool, llm_prompts)
-    llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
-    if traffic is not None:
-        small_pool = _throughput(result, sizes, clock, homes, app, traffic)
-    app.stop()
-    gc.collect()
-    _replicas(result, sizes, clock, settings, small_pool)
-    _caches(result, sizes, clock, settings, homes)
-    return llm_server, app
-
-
-def _caches(result: dict, sizes, clock: Clock, settings, homes: dict) -> None:
-    """6-8. Issue 42's caches, each section on vLLM servers of its own: conversation prefix reuse (caching on and
-    off), the mixed trace, and the idle-time worker's delay to live traffic."""
-    from bench import idle_interference, mixed_trace, prefix_reuse
-
-    for name, func, args in (
-            ("prefix_reuse", prefix_reuse.run, (sizes.prefix_conversations, log, sizes.prefix_before_conversations,
-                                                homes["logs"])),
-            ("mixed_trace", mixed_trace.run, (sizes.mixed_sessions, log, 0.3, homes["logs"])),
-            ("idle_interference", idle_interference.run, (sizes.idle_live, idle_interference.GAP_S, log))):
-        measured = _section(result, name, clock, func, settings, *args)
-        if measured:
-            result[name] = measured
-
-
-def _encoders(result: dict, sizes, clock: Clock, homes: dict, tmp: Path) -> None:
-    """0. Encoder backends side by side, first: the ONNX export (reused or made here) is what every later section
-    and the app serve, as on a prepared install."""
-    from bench import encoders
-
-    export = _section(result, "encoders", clock, encoders.ensure_export, homes, tmp / "onnx", log)
+    quick = bool(result.get("quick"))
+    # The ONNX export every later section and the app serve, as on a prepared install (seconds when reused).
+    export = _section(result, "export", clock, encoders_export, homes, tmp)
     if export:
         result["encoder_export"] = export
         log(f"  ONNX export {export['how']}: the gate chose {export['chosen']}")
+    if "encoders" in ran:
+        with _Timed(result, "encoders", quick):
+            _encoders(result, sizes, clock, export)
+        gc.collect()
+    timings = None
+    if "routing" in ran:
+        with _Timed(result, "routing", quick):
+            timings = _routing(result, sizes, clock, settings)
+        gc.collect()
+
+    llm_server = app = None
+    small_pool: list[str] = []
+    llm_pool: list[str] = []
+    llm_prompts: Any = None
+    if "policies" in ran:
+        with _Timed(result, "policies", quick):
+            # The LLM server loads (unmeasured) while section 3 builds its knowledge bases.
+            llm_server = LLMServer(port=llm_port, log_path=homes["logs"] / "llm-server.log")
+            llm_server.start(wait=False)
+            small_pool, llm_pool, llm_prompts = _policies(result, sizes, clock, settings, homes, tmp, llm_server,
+                                                          timings, "app" in ran)
+        gc.collect()
+        if "app" not in ran:
+            llm_server.stop()
+
+    if "app" in ran and llm_server is not None:
+        with _Timed(result, "app", quick):
+            # 5. Cold start, then 2. end-to-end per route.
+            app = http_load.App(port=app_port, env=app_env(homes), log_path=homes["logs"] / "app.log")
+            started = _section(result, "cold_start", clock, app.start)
+            traffic = (_end_to_end(result, sizes, clock, app, llm_server, small_pool, llm_pool, settings) if started
+                       else None)
+            _with_llm(result, sizes, clock, settings, app, llm_server, traffic, llm_pool, llm_prompts)
+            llm_server.stop()  # an idle LLM server still holds memory; the throughput levels do not use it
+            if traffic is not None:
+                small_pool = _throughput(result, sizes, clock, homes, app, traffic)
+            app.stop()
+        gc.collect()
+    if "replicas" in ran:
+        with _Timed(result, "replicas", quick):
+            _replicas(result, sizes, clock, settings, small_pool)
+    _caches(result, sizes, clock, settings, homes, ran)
+    return llm_server, app
+
+
+def _caches(result: dict, sizes, clock: Clock, settings, homes: dict, ran: list[str]) -> None:
+    """6-8. Issue 42's caches: conversation prefix reuse (caching on and off), the mixed trace, and the idle-time
+    worker's delay to live traffic, on one pair of vLLM servers (caching on and off) started once for the three:
+    five starts were about 4 minutes of an AVX2 run. The first section to run pays for the start."""
+    from bench import idle_interference, mixed_trace, prefix_reuse
+
+    chosen = [name for name in ("prefix", "mixed", "idle") if name in ran]
+    servers: dict[bool, Any] = {}
+    try:
+        for section in chosen:
+            with _Timed(result, section, bool(result.get("quick"))):
+                needed = {True} | ({False} if section in ("prefix", "mixed") else set())
+                if not needed <= set(servers):
+                    began = time.perf_counter()
+                    started = _section(result, section_step(section), clock, mixed_trace.start_servers, settings,
+                                       homes["logs"], log, needed - set(servers))
+                    if started is None:
+                        continue
+                    servers.update(started)
+                    log(f"  vLLM for the cache sections ready after {time.perf_counter() - began:.0f} s")
+                if section == "idle" and False in servers:  # the last one needs only caching on; free the memory
+                    servers.pop(False).stop()
+                name, func, args = {
+                    "prefix": ("prefix_reuse", prefix_reuse.run, (sizes.prefix_conversations, log,
+                                                                  sizes.prefix_before_conversations, homes["logs"],
+                                                                  sizes.prefix_budget_s, servers)),
+                    "mixed": ("mixed_trace", mixed_trace.run, (sizes.mixed_sessions, log, 0.3, homes["logs"], None,
+                                                               servers)),
+                    "idle": ("idle_interference", idle_interference.run, (sizes.idle_live, idle_interference.GAP_S,
+                                                                          log, servers))}[section]
+                measured = _section(result, name, clock, func, settings, *args)
+                if measured:
+                    result[name] = measured
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def section_step(section: str) -> str:
+    """The timed step (Clock lap) of a cache section."""
+    return {"prefix": "prefix_reuse", "mixed": "mixed_trace", "idle": "idle_interference"}[section]
+
+
+def encoders_export(homes: dict, tmp: Path) -> dict:
+    from bench import encoders
+
+    return encoders.ensure_export(homes, tmp / "onnx", log)
+
+
+def _encoders(result: dict, sizes, clock: Clock, export: dict | None) -> None:
+    """0. Encoder backends side by side, on the ONNX export every later section and the app serve."""
+    from bench import encoders
+
+    if export:
         backends = _section(result, "encoders", clock, encoders.run_encoders, export, sizes, log)
         if backends:
             result["encoders"] = {**backends, "speedup_vs_torch": encoders.speedups(backends)}
@@ -223,9 +390,10 @@ def _routing(result: dict, sizes, clock: Clock, settings) -> dict | None:
 
 
 def _policies(result: dict, sizes, clock: Clock, settings, homes: dict, tmp: Path, llm_server,
-              timings: dict | None) -> tuple[list[str], list[str], Any]:
-    """3. Hybrid vs always-LLM vs always-small. Returns the app's small-path and LLM-path messages and the
-    prompts of the LLM levels (section 2), the app's own, built while the Bitext chain is at hand."""
+              timings: dict | None, for_app: bool = True) -> tuple[list[str], list[str], Any]:
+    """3. Hybrid vs always-LLM vs always-small. Returns the app's small-path and LLM-path messages and, when the app
+    section runs (``for_app``), the prompts of the LLM levels (section 2), the app's own, built while the Bitext
+    chain is at hand."""
     from bench import llm_levels, policies
 
     fitted = _section(result, "policies", clock, policies.fit_sizes, sizes, log)
@@ -254,7 +422,7 @@ def _policies(result: dict, sizes, clock: Clock, settings, homes: dict, tmp: Pat
                 result["hybrid_vs_always_llm"] = report["all"]["hybrid_vs_always_llm"]
                 log(f"  hybrid vs always-LLM: {result['hybrid_vs_always_llm']}")
     llm_prompts = _section(result, "llm_levels", clock, llm_levels.build_prompts, groups[-1] if groups else None,
-                           llm_pool, sizes, log)
+                           llm_pool, sizes, log) if for_app else None
     return small_pool, llm_pool, llm_prompts
 
 
@@ -391,8 +559,10 @@ def _write(result: dict, args) -> None:
     for row in result["targets"]:
         flag = {True: "ok  ", False: "MISS", None: "n/a "}[row["met"]]
         log(f"  [{flag}] {row['metric']:34} measured {row['measured']} {row['unit']} (target {row['target']})")
-    if not args.no_readme:
-        update_readme(ROOT / "README.md", markdown(result))
+    readme = ROOT / "README.md"
+    # Only where the README keeps a bench section: the short README links the generated docs page instead.
+    if not args.no_readme and "<!-- bench:start -->" in readme.read_text(encoding="utf-8"):
+        update_readme(readme, markdown(result))
 
 
 if __name__ == "__main__":

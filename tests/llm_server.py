@@ -56,6 +56,16 @@ def llm_server(llm_server_process):
 
 
 @pytest.fixture
+def killed_llm_server(llm_server_process):
+    """The session's server, SIGKILLed: a test of what a dead endpoint does. Left down for the next test that asks
+    for ``llm_server`` to start again. When an earlier test already killed it, it stays down (the endpoint is the
+    same dead one); starting it only to kill it again would cost a vLLM start (about 45 s on 2 AVX2 cores)."""
+    if llm_server_process.alive():
+        llm_server_process.kill()
+    return llm_server_process
+
+
+@pytest.fixture
 def llm_settings(llm_server):
     """Settings whose TANDEM_LLM_URL is the live server (fast failure: one retry, short timeouts)."""
     from core.settings import get_settings

@@ -64,7 +64,6 @@ def test_llm_too_slow_times_out_and_falls_back(settings, db, small_kb, llm_serve
     assert "timeout" in responses[0].reasons[-1]
 
 
-def test_llm_server_killed_falls_back(settings, db, small_kb, llm_server):
-    llm_server.kill()  # the llm_server fixture restarts it for the next test that needs it
-    responses, _ = _run_fault(settings, db, small_kb, llm_server.url)
+def test_llm_server_killed_falls_back(settings, db, small_kb, killed_llm_server):
+    responses, _ = _run_fault(settings, db, small_kb, killed_llm_server.url)
     assert "connection" in responses[0].reasons[-1]
