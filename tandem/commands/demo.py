@@ -48,6 +48,7 @@ def run_demo(with_llm: bool = True, exit_when_ready: bool = False) -> int:
                     llm_state = f"NOT running: {exc}. LLM-bound messages fall back to the small tier"
         app_url = f"http://{settings.host}:{settings.app_port}"
         console_url = f"http://{settings.host}:{settings.console_port}"
+        typer.echo(_seed_catalog(tandem))
         typer.echo("starting the chat app and the console (models load first) ...")
         app = Child("app", [tandem, "serve"], logs / "app.log").start()
         console = Child("console", [tandem, "console"], logs / "console-launcher.log").start()
@@ -85,6 +86,25 @@ def run_demo(with_llm: bool = True, exit_when_ready: bool = False) -> int:
         typer.echo("stopping ...")
         stop_all(children)
         typer.echo("stopped.")
+
+
+def _seed_catalog(tandem: str) -> str:
+    """The demo shop's product catalog, ingested before the app starts (idempotent: a second run changes nothing and
+    embeds nothing). In a process of its own, as the knowledge base is seeded in the app's: the launcher loads no
+    model, and the app opens the catalog's store only once it is complete."""
+    import subprocess
+
+    import catalog
+
+    feed = Path(catalog.__file__).resolve().parent / "demo" / "catalog.tsv"
+    try:
+        done = subprocess.run([tandem, "catalog", "ingest", str(feed)], capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"demo catalog NOT ingested ({exc.__class__.__name__}): product questions go to the help center and LLM"
+    lines = (done.stdout or done.stderr or "").strip().splitlines()
+    if done.returncode != 0:
+        return f"demo catalog NOT ingested: {lines[-1] if lines else done.returncode}"
+    return f"demo catalog: {lines[-1] if lines else 'ingested'}"
 
 
 def _kb_line(app_url: str) -> str:

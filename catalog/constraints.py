@@ -1,0 +1,392 @@
+"""Constraints parsed from a shopper's message, each checked against the catalog's own facet values.
+
+A constraint is kept only when the catalog has that value: "blue" filters only if some product's color is blue,
+"wool" only if some material says wool, "throw blanket" only if a product_type path names it. A value the message
+names that the catalog lacks ("purple", when nothing is purple) is not used as a filter; it is listed in
+``missing`` so the answer can say so. Price bounds ("under $50", "between 20 and 40", "50元以内", "两百元以内") need no
+catalog value.
+
+Price bounds are compared with the catalog's prices as numbers: a bound in yuan on a catalog priced in dollars is
+not converted (the demo's prices are in USD; a shop selling in CNY gets what its customers mean).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from core.text import language_of
+
+# Colour words a shopper may use, English and Chinese; only those the catalog has become filters.
+COLOURS = ("black", "white", "grey", "gray", "silver", "blue", "navy", "red", "green", "olive", "yellow", "orange",
+           "pink", "purple", "brown", "beige", "cream", "natural", "gold", "brass", "charcoal", "teal", "burgundy")
+COLOUR_ZH = {"黑": "black", "白": "white", "灰": "grey", "银": "silver", "蓝": "blue", "藏青": "navy", "海军蓝": "navy",
+             "红": "red", "绿": "green", "橄榄绿": "olive", "黄": "yellow", "橙": "orange", "粉": "pink", "紫": "purple",
+             "棕": "brown", "米": "beige", "奶油": "cream", "原木": "natural", "金": "gold", "黄铜": "brass",
+             "炭灰": "charcoal"}
+COLOUR_SYNONYMS = {"gray": "grey", "navy blue": "navy", "off-white": "cream", "off white": "cream"}
+MATERIALS = ("wool", "merino", "cashmere", "cotton", "linen", "silk", "polyester", "fleece", "microfibre", "microfiber",
+             "bamboo", "leather", "denim", "canvas", "stainless steel", "steel", "glass", "ceramic", "stoneware",
+             "porcelain", "cast iron", "aluminium", "aluminum", "plastic", "silicone", "wood", "oak", "down", "velvet",
+             "acrylic", "nylon")
+MATERIAL_ZH = {"羊毛": "wool", "美利奴": "merino", "羊绒": "cashmere", "纯棉": "cotton", "棉": "cotton", "亚麻": "linen",
+               "真丝": "silk", "丝绸": "silk", "涤纶": "polyester", "抓绒": "fleece", "超细纤维": "microfibre", "竹": "bamboo",
+               "皮革": "leather", "真皮": "leather", "牛仔": "denim", "帆布": "canvas", "不锈钢": "stainless steel",
+               "玻璃": "glass", "陶瓷": "ceramic", "粗陶": "stoneware", "瓷": "porcelain", "铸铁": "cast iron",
+               "铝": "aluminium", "塑料": "plastic", "硅胶": "silicone", "木": "wood", "橡木": "oak"}
+MATERIAL_SYNONYMS = {"microfiber": "microfibre", "aluminum": "aluminium", "woollen": "wool", "woolen": "wool"}
+# English names shoppers use for a kind of product, mapped to the word a catalog's product_type would use
+CATEGORY_SYNONYMS = {"throw": "blanket", "throws": "blanket", "jumper": "sweater", "jumpers": "sweater",
+                     "pullover": "sweater", "earphones": "headphones", "headset": "headphones", "cup": "mug",
+                     "cups": "mug", "comforter cover": "duvet cover", "quilt cover": "duvet cover", "lamp": "lamp",
+                     "tee": "t-shirt", "tees": "t-shirt", "tshirt": "t-shirt", "light": "lamp"}
+CATEGORY_SYNONYMS_ZH = {"毛毯": "毯子", "盖毯": "毯子", "披毯": "毯子", "桌灯": "台灯", "耳麦": "耳机", "针织衫": "毛衣",
+                        "杯子": "马克杯", "水壶": "电水壶", "热水壶": "电水壶", "烧水壶": "电水壶"}
+SIZE_WORDS = {"extra small": "XS", "small": "S", "medium": "M", "large": "L", "extra large": "XL"}
+SIZE_ZH = {"小号": "S", "中号": "M", "大号": "L", "加大号": "XL"}
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
+_UNIT_AFTER = re.compile(r"^\s*(?:l|ml|w|kw|v|cm|mm|m|kg|g|mah|hours?|h|pcs|pieces|litres?|liters?|watts?|x)\b", re.I)
+_WORDS_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "a couple of": 2, "a pair of": 2}
+
+
+def chinese_number(text: str) -> float | None:
+    """"两百" -> 200, "一千五" -> 1500, "三十" -> 30, "150" -> 150; None when it is not a number."""
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        return float(text)
+    if not text or any(ch not in _CN_DIGITS and ch not in _CN_UNITS for ch in text):
+        return None
+    total, section, digit, last_unit = 0, 0, 0, 0
+    for ch in text:
+        if ch in _CN_DIGITS:
+            digit = _CN_DIGITS[ch]
+        elif _CN_UNITS[ch] == 10000:
+            total += (section + digit) * 10000
+            section, digit, last_unit = 0, 0, 10000
+        else:
+            section += (digit or 1) * _CN_UNITS[ch]
+            digit, last_unit = 0, _CN_UNITS[ch]
+    if digit and last_unit >= 100 and len(text) > 1 and text[-2] in _CN_UNITS:
+        digit *= last_unit // 10  # a digit right after 百/千 is the next place down: "一千五" is 1500, "两百五" 250
+    return float(total + section + digit)
+
+
+class Filters(BaseModel):
+    """The constraints a message put on the products, every value one the catalog has."""
+
+    categories: list[str] = []  # product_type leaves the category words matched
+    category_term: str = ""  # the words the shopper used for it
+    price_min: float | None = None
+    price_max: float | None = None
+    currency: str = ""  # "USD", "CNY" or "" when the message named none
+    color: str = ""
+    size: str = ""
+    material: str = ""
+    in_stock: bool = False
+    order: str = ""  # "price_asc" / "price_desc": cheapest or most expensive first
+    count: int | None = None  # "two cheapest": how many products were asked for
+    missing: list[str] = []  # values the message named that the catalog does not have ("color purple")
+    language: str = "en"
+    label: str = ""
+
+    def active(self) -> list[str]:
+        """Names of the constraints that filter (the ones search may relax)."""
+        names = [name for name in ("color", "size", "material") if getattr(self, name)]
+        if self.price_min is not None or self.price_max is not None:
+            names.append("price")
+        if self.in_stock:
+            names.append("in_stock")
+        return names
+
+    def without(self, name: str) -> Filters:
+        changes: dict = {"in_stock": False} if name == "in_stock" else (
+            {"price_min": None, "price_max": None} if name == "price" else {name: ""})
+        relaxed = self.model_copy(update=changes)
+        return relaxed.model_copy(update={"label": relaxed.describe()})
+
+    def chips(self, relaxed: Iterable[str] = ()) -> list[dict]:
+        """The constraints as the customer's filter chips, each with its label ("blue", "throw blanket", "under
+        $50"): ``field``, ``value``, ``label`` and ``relaxed`` (dropped to find anything; see search)."""
+        dropped = set(relaxed)
+        bare = Filters(language=self.language, currency=self.currency)
+        out: list[dict] = []
+        if self.category_term:
+            out.append({"field": "category", "value": ", ".join(self.categories), "label": self.category_term})
+        for name in ("color", "material", "size"):
+            value = getattr(self, name)
+            if value:
+                out.append({"field": name, "value": value,
+                            "label": bare.model_copy(update={name: value}).describe()})
+        if self.price_min is not None or self.price_max is not None:
+            out.append({"field": "price", "value": {"min": self.price_min, "max": self.price_max,
+                                                     "currency": self.currency or "USD"},
+                        "label": bare.model_copy(update={"price_min": self.price_min,
+                                                         "price_max": self.price_max}).describe()})
+        if self.in_stock:
+            out.append({"field": "in_stock", "value": True, "label": bare.model_copy(update={"in_stock": True}).describe()})
+        for chip in out:
+            chip["relaxed"] = chip["field"] in dropped
+        return out
+
+    def describe(self) -> str:
+        zh = self.language == "zh"
+        parts = []
+        if self.color:
+            parts.append(next((k + "色" for k, v in COLOUR_ZH.items() if v == self.color.lower()), self.color) if zh
+                         else self.color.lower())
+        if self.material:
+            parts.append(next((k for k, v in MATERIAL_ZH.items() if v == self.material), self.material) if zh
+                         else self.material)
+        if self.size:
+            parts.append(f"{self.size}码" if zh else f"size {self.size}")
+        if self.category_term:
+            parts.append(self.category_term)
+        parts.extend(_price_label(self.price_min, self.price_max, self.currency, zh))
+        if self.in_stock:
+            parts.append("有货" if zh else "in stock")
+        return " · ".join(parts)
+
+
+def _money(value: float, currency: str, zh: bool) -> str:
+    number = f"{value:g}"
+    if zh or currency == "CNY":
+        return f"{number}元"
+    return f"${number}" if currency in ("USD", "") else f"{number} {currency}"
+
+
+def _price_label(low: float | None, high: float | None, currency: str, zh: bool) -> list[str]:
+    if low is not None and high is not None:
+        return [f"{low:g}–{_money(high, currency, zh)}" if zh else f"{_money(low, currency, zh)}–{_money(high, currency, zh)}"]
+    if high is not None:
+        return [f"{_money(high, currency, zh)}以内" if zh else f"under {_money(high, currency, zh)}"]
+    if low is not None:
+        return [f"{_money(low, currency, zh)}以上" if zh else f"over {_money(low, currency, zh)}"]
+    return []
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("ch", "sh", "ss", "x")):
+        return word + "es"
+    return word if word.endswith("s") else word + "s"
+
+
+@dataclass
+class Facets:
+    """The catalog's facet values as the parser matches them."""
+
+    category_aliases: dict[str, set[str]] = field(default_factory=dict)  # lower-case phrase -> leaves
+    category_aliases_zh: dict[str, set[str]] = field(default_factory=dict)
+    colors: dict[str, str] = field(default_factory=dict)  # lower-case -> the catalog's spelling
+    sizes: dict[str, str] = field(default_factory=dict)
+    material_words: set[str] = field(default_factory=set)  # words found in the catalog's material values
+    leaf_zh: dict[str, str] = field(default_factory=dict)  # leaf -> its Chinese name
+
+    @classmethod
+    def from_products(cls, products: Iterable) -> Facets:
+        facets = cls()
+        for p in products:
+            nodes = [n.strip() for n in p.product_type.split(">") if n.strip()]
+            leaf = nodes[-1] if nodes else ""
+            if leaf:
+                # every node but the root ("Home") names the leaves under it: "bedding" covers duvet covers and sheets
+                for node in nodes[1:] if len(nodes) > 1 else nodes:
+                    for alias in _aliases(node.lower()):
+                        facets.category_aliases.setdefault(alias, set()).add(leaf)
+                zh_nodes = [n.strip() for n in p.product_type_zh.split(">") if n.strip()]
+                for node in zh_nodes[1:] if len(zh_nodes) > 1 else zh_nodes:
+                    facets.category_aliases_zh.setdefault(node, set()).add(leaf)
+                if zh_nodes:
+                    facets.leaf_zh[leaf] = zh_nodes[-1]
+            if p.color:
+                facets.colors[p.color.lower()] = p.color
+            if p.size:
+                facets.sizes[p.size.lower()] = p.size
+            material = " ".join(v for k, v in p.attributes.items() if k.lower() == "material") + " " + p.material
+            facets.material_words.update(re.findall(r"[a-z]+", material.lower()))
+        for synonym, target in CATEGORY_SYNONYMS.items():
+            leaves = facets.category_aliases.get(target)
+            if leaves and synonym not in facets.category_aliases:
+                facets.category_aliases[synonym] = set(leaves)
+        for synonym, target in CATEGORY_SYNONYMS_ZH.items():
+            leaves = facets.category_aliases_zh.get(target)
+            if leaves and synonym not in facets.category_aliases_zh:
+                facets.category_aliases_zh[synonym] = set(leaves)
+        return facets
+
+    def has_material(self, term: str) -> bool:
+        return all(word in self.material_words for word in term.split())
+
+
+def _aliases(node: str) -> set[str]:
+    """"throw blankets" -> itself, its singular, and its head noun in both numbers ("blanket", "blankets")."""
+    words = node.split()
+    out = {node, " ".join(words[:-1] + [_singular(words[-1])])}
+    head = _singular(words[-1])
+    out.update({head, _plural(head)})
+    if "-" in node:
+        out.update(a.replace("-", "") for a in list(out))
+    return out
+
+
+def _longest(text: str, phrases: Iterable[str], words: bool = True) -> list[tuple[int, int, str]]:
+    """Non-overlapping matches of ``phrases`` in ``text``, longest first (word-bounded unless ``words`` is False)."""
+    taken: list[tuple[int, int, str]] = []
+    for phrase in sorted(phrases, key=len, reverse=True):
+        pattern = (r"(?<![a-z0-9])" + re.escape(phrase) + r"(?![a-z0-9])") if words else re.escape(phrase)
+        for match in re.finditer(pattern, text):
+            if not any(s < match.end() and match.start() < e for s, e, _ in taken):
+                taken.append((match.start(), match.end(), phrase))
+    return sorted(taken)
+
+
+def parse(message: str, facets: Facets) -> Filters:
+    """The constraints ``message`` puts on products, checked against ``facets``."""
+    language = language_of(message)
+    text = " ".join(message.lower().split())
+    out = Filters(language=language)
+    spans: list[tuple[int, int]] = []  # what the constraints used up, so "m" in "ml" is not read again
+
+    # category: the longest names first ("desk lamps" before "lamps")
+    found = _longest(text, facets.category_aliases)
+    found += [(s, e, p) for s, e, p in _longest(text, facets.category_aliases_zh, words=False)]
+    if found:
+        start, end, phrase = max(found, key=lambda m: (m[1] - m[0], -m[0]))
+        leaves = facets.category_aliases.get(phrase) or facets.category_aliases_zh.get(phrase) or set()
+        out.categories = sorted(leaves)
+        out.category_term = text[start:end]
+        spans.append((start, end))
+
+    _parse_price(text, out)
+    _parse_colour(text, facets, out)
+    _parse_material(text, facets, out)
+    _parse_size(message, text, facets, out)
+    if re.search(r"\bin stock\b|\bavailable (?:now|today|right now)\b|有货|现货|有库存", text):
+        out.in_stock = True
+    _parse_order(text, out)
+    out.label = out.describe()
+    return out
+
+
+def _parse_price(text: str, out: Filters) -> None:
+    def number(raw: str, after: str) -> float | None:
+        if _UNIT_AFTER.match(after):
+            return None  # "under 2 kg", "less than 1.5 l": a size, not a price
+        return chinese_number(raw)
+
+    def currency(context: str) -> str:
+        if "$" in context or re.search(r"\b(?:dollars?|usd|bucks)\b", context):
+            return "USD"
+        if re.search(r"元|块|rmb|cny|¥", context):
+            return "CNY"
+        return ""
+
+    between = re.search(r"(?:between|from)\s*\$?" + _NUM + r"\s*(?:and|to|-|–)\s*\$?" + _NUM, text) or \
+        re.search(r"\$" + _NUM + r"\s*(?:-|–|to)\s*\$?" + _NUM, text) or \
+        re.search(_NUM + r"\s*(?:元|块)?\s*(?:到|至|-|–)\s*" + _NUM + r"\s*(?:元|块)", text)
+    if between:
+        low, high = chinese_number(between.group(1)), number(between.group(2), text[between.end():])
+        if low is not None and high is not None:
+            out.price_min, out.price_max = min(low, high), max(low, high)
+            out.currency = currency(text[max(0, between.start() - 2):between.end() + 8])
+            return
+    patterns = [
+        (r"(?:under|below|less than|cheaper than|up to|at most|no more than|not more than|max(?:imum)?|within|"
+         r"<)\s*(?:of\s*)?(?:\$|usd\s*)?" + _NUM, "max"),
+        (r"(?<!no )(?<!not )(?:over|above|more than|at least|min(?:imum)?|>)\s*(?:\$|usd\s*)?" + _NUM, "min"),
+        (_NUM + r"\s*(?:元|块|美元|刀)?\s*(?:以内|以下|之内|内)", "max"),
+        (r"(?:低于|不超过|少于|不到|最多|便宜于)\s*" + _NUM, "max"),
+        (_NUM + r"\s*(?:元|块|美元|刀)?\s*以上", "min"),
+        (r"(?<!不)(?:高于|超过|多于|至少)\s*" + _NUM, "min"),
+    ]
+    for pattern, side in patterns:
+        for match in re.finditer(pattern, text):
+            after = text[match.end():]
+            if side == "max" and match.group(0)[0] in "0123456789零〇一二两三四五六七八九十百千万":
+                after = ""  # "50元以内": the unit came before the keyword
+            value = number(match.group(1), after)
+            if value is None:
+                continue
+            if side == "max":
+                out.price_max = value
+            else:
+                out.price_min = value
+            out.currency = out.currency or currency(text[max(0, match.start() - 2):match.end() + 8])
+            break
+
+
+def _parse_colour(text: str, facets: Facets, out: Filters) -> None:
+    words = list(COLOURS) + list(COLOUR_SYNONYMS)
+    hits = [COLOUR_SYNONYMS.get(p, p) for _, _, p in _longest(text, words)]
+    hits += [COLOUR_ZH[p] for _, _, p in _longest(text, COLOUR_ZH, words=False) if f"{p}色" in text or len(p) > 1]
+    for colour in hits:
+        catalog_value = facets.colors.get(colour)
+        if catalog_value:
+            out.color = catalog_value
+            return
+    if hits:
+        out.missing.append(f"color {hits[0]}")
+
+
+def _parse_material(text: str, facets: Facets, out: Filters) -> None:
+    hits = [MATERIAL_SYNONYMS.get(p, p) for _, _, p in _longest(text, list(MATERIALS) + list(MATERIAL_SYNONYMS))]
+    hits += [MATERIAL_ZH[p] for _, _, p in _longest(text, MATERIAL_ZH, words=False)]
+    for material in hits:
+        if facets.has_material(material):
+            out.material = material
+            return
+    if hits:
+        out.missing.append(f"material {hits[0]}")
+
+
+def _parse_size(message: str, text: str, facets: Facets, out: Filters) -> None:
+    candidates: list[str] = []
+    for match in re.finditer(r"\bsize\s+(extra large|extra small|xxl|xl|xs|s|m|l|\d+(?:/\d+)?|[a-z]{3,})\b", text):
+        candidates.append(match.group(1))
+    for match in re.finditer(r"\bin (?:an? |size )?(extra large|extra small|small|medium|large)\b", text):
+        candidates.append(match.group(1))
+    for match in re.finditer(r"\b(xs|s|m|l|xl|xxl)\s*(?:码|号)|(?<![a-z])(xs|s|m|l|xl|xxl)(?=码|号)", text):
+        candidates.append(match.group(1) or match.group(2))
+    candidates += [SIZE_ZH[p] for _, _, p in _longest(text, SIZE_ZH, words=False)]
+    # sizes of three letters or more ("queen", "king", "double") are words of their own
+    candidates += [p for _, _, p in _longest(text, [s for s in facets.sizes if len(s) >= 3 and s.isalpha()])]
+    for raw in candidates:
+        value = facets.sizes.get(raw.lower()) or facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower())
+        if value:
+            out.size = value
+            return
+    plausible = [c for c in candidates if c.lower() in SIZE_WORDS or re.fullmatch(r"x{0,2}[sml]|xl|\d+(?:/\d+)?", c.lower())]
+    if plausible:
+        out.missing.append(f"size {plausible[0]}")
+
+
+def _parse_order(text: str, out: Filters) -> None:
+    if re.search(r"cheapest|least expensive|lowest[- ]priced|最便宜|最实惠", text):
+        out.order = "price_asc"
+    elif re.search(r"most expensive|priciest|highest[- ]priced|最贵", text):
+        out.order = "price_desc"
+    count = re.search(r"\b(one|two|three|four|a couple of|a pair of|\d)\s+(?:of (?:your|the)\s+)?"
+                      r"(?:cheapest|least expensive|most expensive|priciest)", text)
+    if count:
+        raw = count.group(1)
+        out.count = int(raw) if raw.isdigit() else _WORDS_NUM[raw]
+    else:
+        zh = re.search(r"([两二三四\d])\s*(?:个|款|件|种)?\s*最(?:便宜|贵)", text)
+        if zh:
+            out.count = int(chinese_number(zh.group(1)) or 0) or None

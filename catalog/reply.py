@@ -1,0 +1,189 @@
+"""Which product messages the catalog answers by itself, and the reply it gives: text, cards, filter chips, sources.
+
+:func:`intent` says whether a message is a product message the catalog can answer with no LLM, and of which kind:
+
+* ``compare``: comparison wording ("compare", "vs", "difference between", 比较/对比) with a category or two products
+  named ("compare the two cheapest desk lamps");
+* ``stock``: a product named (or "it", the product the last answer was about) and stock or variant wording ("is the
+  merino sweater in stock?", "does it come in navy in size L?");
+* ``fact``: a field asked ("pure cotton", "how many litres", "warranty") about a product named or a category ("are your
+  towels pure cotton?");
+* ``search``: a category or a product named, with some constraint or shopping wording, or as a bare phrase ("a blue
+  throw blanket under $50", "desk lamps").
+
+It is deliberately narrow, so that what the rest of the chain answers well stays with it: advice ("which is best
+for...", gifts, "good for sensitive skin?") goes to the LLM; a message about an order, a delivery, a return, an account,
+a restock notice, the warranty's cover or the customer's own item ("my kettle stopped working") goes to the rules and
+the help center; and so does a how-to
+question with no field asked ("how do I descale the kettle?"). A message of no catalog kind and no named product is
+never answered here ("we don't carry that" is the search's to say, inside a product message).
+
+:func:`reply` answers a message of one of those kinds; ``None`` when the catalog has nothing to show for it (no
+product found, fewer than two to compare): the chain then goes on as without a catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from catalog.answers import Card
+from catalog.constraints import Filters
+from catalog.search import ProductSearch, card
+from catalog.store import CatalogProduct
+
+KINDS = ("search", "fact", "compare", "stock")
+
+_ADVICE = re.compile(r"\b(?:best|better|recommend\w*|suggest\w*|should i|gifts?|presents?|good for|suitable|ideal|"
+                     r"worth|advice|opinion|prefer)\b|推荐|哪个好|哪款好|哪个更|适合|送礼|礼物|值得|建议", re.I)
+_NOT_PRODUCT = re.compile(
+    r"\b(?:return\w*|refund\w*|exchang\w*|ship|shipp\w*|shipped|deliver\w*|orders?|ordered|track\w*|cancel\w*|"
+    r"account|password|log ?in|invoice|receipt|pay|paying|payment|paid|charg\w*|coupon|promo\w*|voucher|discount code|"
+    r"gift ?card|arriv\w*|damaged|broken|defective|faulty|torn|missing|wrong|complain\w*|repair\w*|replac\w*|"
+    r"stopped working|not working|doesn'?t work|human|agent|my|mine|i bought|i received|i got|do i need|notify\w*|"
+    r"notification|let me know|alert me|restock\w*|available again|warranty cover\w*|does the warranty)\b|"
+    r"退货|退款|换货|运费|快递|发货|物流|订单|取消|账户|密码|发票|优惠券|坏了|破损|维修|我买的|我的|人工", re.I)
+_COMPARE = re.compile(r"\b(?:compare|comparing|comparison|versus|vs\.?|difference between|differences between)(?!\w)|"
+                      r"比较|对比|区别", re.I)
+_STOCK = re.compile(r"\b(?:in stock|out of stock|back in stock|sold out|come in|comes in|available in|in size|"
+                    r"in (?:an? )?(?:extra )?(?:small|medium|large))\b|有货|缺货|现货|有没有.{0,8}(?:码|号|色)", re.I)
+_SHOPPING = re.compile(r"\b(?:find|show|looking|look for|want|need|buy|sell|sells|carry|you have|you got|any|search|"
+                       r"browse|cheap\w*|priciest|under|below|between|over|above|less than|how much|price\w*)\b|"
+                       r"找|想买|有没有|卖|看看|多少钱|价格", re.I)
+_HOW_TO = re.compile(r"^\s*(?:how|why|when|where|can i|could i|what if|what happens)\b|怎么|为什么|如何", re.I)
+_PRONOUN = re.compile(r"\b(?:it|this|that|this one|that one|they|them)\b|这款|这个|那款|那个|它", re.I)
+_WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]", re.I)
+
+AVAILABILITY = {"in_stock": ("in stock", "有货"), "out_of_stock": ("out of stock", "缺货"),
+                "backorder": ("on backorder", "可预订"), "preorder": ("preorder", "预售")}
+
+
+@dataclass
+class Intent:
+    kind: str
+    filters: Filters
+    product_id: str = ""  # the product the conversation's last answer named, for "is it in blue?"
+
+
+@dataclass
+class Reply:
+    kind: str
+    text: str
+    products: list[dict[str, Any]] = field(default_factory=list)  # cards, in order of relevance
+    filters: list[dict[str, Any]] = field(default_factory=list)   # the chips (Filters.chips)
+    sources: list[dict[str, Any]] = field(default_factory=list)   # facts: product id and field
+    detail: dict[str, Any] = field(default_factory=dict)           # for the trace
+
+
+def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent | None:
+    """The product intent of ``message`` (see the module's docstring), or None to leave it to the rest of the chain.
+    ``last_answer``: the assistant's previous message, read only for a product the message calls "it"."""
+    text = " ".join(message.split())
+    if not text or _ADVICE.search(text) or _NOT_PRODUCT.search(text):
+        return None
+    filters = search.parse(text)
+    named = search.named(text)
+    category = bool(filters.categories)
+    product_id = ""
+    if not named and not category and last_answer and _PRONOUN.search(text):
+        earlier = search.named(last_answer)
+        product_id = earlier[0].id if len(earlier) == 1 else ""
+    if _COMPARE.search(text):
+        return Intent("compare", filters) if category or len(named) >= 2 else None
+    asked_variant = bool(filters.color or filters.size or any(m.startswith(("color ", "size ")) for m in filters.missing))
+    if (named or product_id) and (_STOCK.search(text) or (asked_variant and _is_question(text))):
+        return Intent("stock", filters, product_id)
+    asked = search.asked_field(text)
+    if asked and asked != "availability" and (named or category or product_id) and _is_question(text):
+        return Intent("fact", filters, product_id)
+    if asked == "availability" and category:
+        return Intent("search", filters)
+    if (category or named) and not _HOW_TO.search(text) and (
+            filters.active() or filters.order or filters.count or _SHOPPING.search(text) or len(_WORDS.findall(text)) <= 6):
+        return Intent("search", filters)
+    return None
+
+
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？", "吗", "呢")) or bool(re.match(
+        r"\s*(?:is|are|does|do|did|has|have|can|will|what|which|how|tell me)\b", text, re.I))
+
+
+def reply(search: ProductSearch, message: str, found: Intent) -> Reply | None:
+    """The catalog's answer to a message of a product intent; None when it has nothing to show."""
+    zh = found.filters.language == "zh"
+    if found.kind == "search":
+        answer = search.search(message)
+        if not answer.products:
+            return None
+        chips = answer.filters.chips(answer.relaxed_fields)
+        lines = [answer.note] if answer.note else []
+        if answer.filters.label:
+            lines.append(("**筛选：** " if zh else "**Filters:** ") + answer.filters.label)
+        lines.append(_card_list(answer.products, zh))
+        return Reply("search", "\n\n".join(lines), [_card(c) for c in answer.products], chips,
+                     detail={"filters": answer.filters.label, "relaxed": answer.relaxed,
+                             "products": [c.id for c in answer.products]})
+    if found.kind == "fact":
+        facts = search.fact(message, product_id=found.product_id or None)
+        if not facts.facts:
+            return None
+        lines = []
+        for fact in facts.facts:
+            source = (f"（来源：{fact.product_id}，字段 {fact.field}）" if zh
+                      else f" (source: product {fact.product_id}, field `{fact.field}`)") if fact.stated else ""
+            lines.append(f"- {fact.text}{source}")
+        sources = [{"answer_id": f"{f.product_id}#{f.field}", "title": f"{f.title}: {f.field}", "score": f.score,
+                    "product_id": f.product_id, "field": f.field} for f in facts.facts if f.stated]
+        cards = [search.catalog.get(f.product_id) for f in facts.facts]
+        return Reply("fact", "\n".join(lines), [_card(_of(p, zh)) for p in cards if p is not None],
+                     facts.filters.chips() if facts.filters else [], sources,
+                     detail={"facts": [{"product_id": f.product_id, "field": f.field, "stated": f.stated}
+                                       for f in facts.facts]})
+    if found.kind == "compare":
+        table = search.compare(message)
+        if len(table.products) < 2:
+            return None
+        head = "对比（每一格都来自商品资料）：" if zh else "Here is how they compare (every cell is from the product records):"
+        lines = [table.note] if table.note else []
+        lines += [head, table.markdown()]
+        return Reply("compare", "\n\n".join(lines), [_card(c) for c in table.products],
+                     table.filters.chips() if table.filters else [],
+                     detail={"products": [c.id for c in table.products], "rows": [r.field for r in table.rows]})
+    if found.kind == "stock":
+        variant = search.variant(message, product_id=found.product_id or None)
+        if variant is None:
+            return None
+        lines = [variant.text]
+        if variant.variants:
+            lines.append(_card_list(variant.variants, zh))
+        return Reply("stock", "\n\n".join(lines), [_card(c) for c in variant.variants], found.filters.chips(),
+                     detail={"group": variant.group, "offered": variant.offered,
+                             "variants": [c.id for c in variant.variants]})
+    return None
+
+
+def _of(product: CatalogProduct, zh: bool) -> Card:
+    return card(product, "zh" if zh else "en")
+
+
+def _card(item: Card) -> dict[str, Any]:
+    return item.model_dump()
+
+
+def money(value: float, currency: str) -> str:
+    return f"${value:.2f}" if currency == "USD" else f"{value:.2f} {currency}"
+
+
+def _card_list(cards: list[Card], zh: bool) -> str:
+    lines = []
+    for i, c in enumerate(cards, 1):
+        title = f"[{c.title}]({c.link})" if c.link else c.title
+        price = money(c.price, c.currency)
+        if c.sale_price is not None:
+            price = (f"{money(c.sale_price, c.currency)}（原价 {price}）" if zh
+                     else f"{money(c.sale_price, c.currency)} (was {price})")
+        stock = AVAILABILITY.get(c.availability, (c.availability, c.availability))[1 if zh else 0]
+        lines.append(f"{i}. **{title}** — {price} · {stock}")
+    return "\n".join(lines)

@@ -1,0 +1,303 @@
+"""The catalog's storage and its in-memory index.
+
+* SQLModel rows are the record of truth: :class:`CatalogProduct` (one per variant; the product_detail attributes
+  also as a JSON column) and :class:`CatalogAttribute` (one row per attribute, so a facet query such as "every
+  material the shop has" is one indexed SELECT), and :class:`CatalogState` (the catalog version).
+* A Chroma collection per language (``<prefix>_en``, ``<prefix>_zh``) holds each product's text and vector, always
+  opened with our own embedding function (:mod:`knowledge.store`). A product is embedded again only when its text
+  fields change (their hash is kept on the row): a price or stock update writes rows only.
+* In memory, per language, a :class:`~knowledge.index.HybridIndex` over the same texts and vectors gives the
+  lexical (BM25) scores; the dense part is one matrix-vector product. Both are rebuilt when the version changes.
+
+The version is an integer bumped by every ingest that changes anything: caches key answers by it, so a changed price
+is never served from a cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import JSON, Column, delete
+from sqlmodel import Field, Session, SQLModel, select
+
+from catalog.feed import BadRow, ProductRecord, read_feed
+from core.encoders import Encoder
+from knowledge import store as chroma
+from knowledge.index import FusionParams, HybridIndex
+from storage.db import Database
+
+LANGUAGES = ("en", "zh")
+
+
+class CatalogProduct(SQLModel, table=True):
+    __tablename__ = "catalog_product"
+
+    id: str = Field(primary_key=True)
+    title: str
+    description: str = ""
+    title_zh: str = ""
+    description_zh: str = ""
+    link: str = ""
+    image_link: str = ""
+    price: float
+    sale_price: float | None = None
+    currency: str = "USD"
+    availability: str = Field(default="in_stock", index=True)
+    brand: str = ""
+    gtin: str = Field(default="", index=True)
+    mpn: str = ""
+    color: str = Field(default="", index=True)
+    size: str = ""
+    material: str = ""
+    pattern: str = ""
+    product_type: str = ""
+    product_type_zh: str = ""
+    category: str = Field(default="", index=True)
+    category_zh: str = ""
+    item_group_id: str = Field(default="", index=True)
+    attributes: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    sections: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    text_hash: str = ""
+    data_hash: str = ""
+    updated_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def effective_price(self) -> float:
+        return self.sale_price if self.sale_price is not None else self.price
+
+    @property
+    def group(self) -> str:
+        return self.item_group_id or self.id
+
+    def field_value(self, name: str) -> str:
+        """A feed field or product_detail attribute as text; "" when the record does not state it."""
+        if name in self.attributes:
+            return str(self.attributes[name])
+        if name in PRODUCT_FIELDS:
+            value = getattr(self, name)
+            if name in ("price", "sale_price"):
+                return "" if value is None else f"{value:.2f} {self.currency}"
+            return "" if value is None else str(value)
+        return ""
+
+
+# The feed fields a fact or a comparison may cite (besides product_detail attributes).
+PRODUCT_FIELDS = ("title", "description", "price", "sale_price", "availability", "brand", "gtin", "mpn", "color",
+                  "size", "material", "pattern", "product_type")
+
+
+class CatalogAttribute(SQLModel, table=True):
+    __tablename__ = "catalog_attribute"
+
+    id: int | None = Field(default=None, primary_key=True)
+    product_id: str = Field(index=True)
+    section: str = ""
+    name: str = Field(index=True)
+    value: str
+
+
+class CatalogState(SQLModel, table=True):
+    __tablename__ = "catalog_state"
+
+    key: str = Field(primary_key=True)
+    value: str
+
+
+TABLES = [CatalogProduct.__table__, CatalogAttribute.__table__, CatalogState.__table__]  # type: ignore[attr-defined]
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    embedded: int = 0  # products whose text changed and were embedded (a price/stock-only change embeds none)
+    bad: list[BadRow] = field(default_factory=list)
+    version: int = 0
+    format: str = ""
+
+    def summary(self) -> str:
+        return (f"{self.format} feed: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+                f"{self.removed} removed, {self.embedded} embedded, {len(self.bad)} bad row(s); "
+                f"catalog version {self.version}")
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+                "removed": self.removed, "embedded": self.embedded, "version": self.version,
+                "bad": [{"line": b.line, "reason": b.reason} for b in self.bad]}
+
+
+def product_text(product: CatalogProduct | ProductRecord, language: str) -> str:
+    """The text embedded and indexed for ``product`` in ``language`` (its Chinese text when it has any)."""
+    details = " ".join(f"{name} {value}." for name, value in product.attributes.items())
+    facets = " ".join(v for v in (product.brand, product.color, product.size, product.material, product.pattern) if v)
+    if language == "zh" and product.title_zh:
+        category = product.product_type_zh.split(">")[-1].strip()
+        return f"{product.title_zh}。{category}。{product.description_zh} {facets}"
+    category = product.product_type.split(">")[-1].strip()
+    return f"{product.title}. {category}. {product.description} {facets}. {details}"
+
+
+@dataclass
+class _Space:
+    """One language's searchable texts: product ids, vectors, and the lexical index."""
+
+    ids: list[str]
+    vectors: np.ndarray
+    index: HybridIndex | None
+    position: dict[str, int]
+
+
+class Catalog:
+    """The shop's products: ingest a feed, read records and facets, and the per-language search spaces."""
+
+    def __init__(self, db: Database, encoder: Encoder, chroma_path: Path | None = None, url: str = "",
+                 prefix: str = "tandem_catalog"):
+        self.db, self.encoder = db, encoder
+        SQLModel.metadata.create_all(db.engine, tables=TABLES)
+        self._client = chroma.open_client(chroma_path, url)
+        self._collections = {lang: chroma.open_collection(self._client, f"{prefix}_{lang}", encoder) for lang in LANGUAGES}
+        self._lock = threading.RLock()
+        self.products: dict[str, CatalogProduct] = {}
+        self.spaces: dict[str, _Space] = {}
+        self._loaded_version = -1
+        self._reload()
+
+    # ---- version ------------------------------------------------------------------------
+    def stored_version(self) -> int:
+        with self.db.session() as session:
+            row = session.get(CatalogState, "version")
+            return int(row.value) if row else 0
+
+    @property
+    def version(self) -> int:
+        """The catalog version (any process's ingest), reloading this copy when another process changed it."""
+        current = self.stored_version()
+        if current != self._loaded_version:
+            self._reload()
+        return current
+
+    # ---- ingest -------------------------------------------------------------------------
+    def ingest(self, path: Path, replace: bool = False) -> IngestReport:
+        """Upsert the feed's products (idempotent by id); with ``replace``, delete the products the feed lacks
+        (except those named by its bad rows). Bad rows are reported by line; the good ones are stored."""
+        feed = read_feed(Path(path))
+        report = IngestReport(bad=list(feed.bad), format=feed.format)
+        with self._lock, self.db.session() as session:
+            existing = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
+            to_embed: list[CatalogProduct] = []
+            for record in feed.products:
+                old = existing.get(record.id)
+                data_hash, text_hash = record.data_hash(), record.text_hash()
+                if old is not None and old.data_hash == data_hash:
+                    report.unchanged += 1
+                    if any(record.id not in space.position for space in self.spaces.values()):
+                        to_embed.append(old)  # its vectors are gone (a new or wiped Chroma store): make them again
+                    continue
+                row = _row(record, text_hash, data_hash)
+                if old is None:
+                    report.added += 1
+                else:
+                    report.updated += 1
+                    session.exec(delete(CatalogAttribute).where(CatalogAttribute.product_id == record.id))  # type: ignore[arg-type]
+                if old is None or old.text_hash != text_hash:
+                    to_embed.append(row)
+                session.merge(row)
+                session.add_all(CatalogAttribute(product_id=record.id, section=record.sections.get(name, ""),
+                                                 name=name, value=value) for name, value in record.attributes.items())
+            removed: list[str] = []
+            if replace:
+                keep = {p.id for p in feed.products} | feed.bad_ids
+                removed = [pid for pid in existing if pid not in keep]
+                for start in range(0, len(removed), 500):
+                    chunk = removed[start:start + 500]
+                    session.exec(delete(CatalogProduct).where(CatalogProduct.id.in_(chunk)))  # type: ignore[attr-defined]
+                    session.exec(delete(CatalogAttribute).where(CatalogAttribute.product_id.in_(chunk)))  # type: ignore[attr-defined]
+                report.removed = len(removed)
+            # Vectors first, rows committed after: a crash in between leaves rows that a re-run embeds again
+            self._embed(to_embed)
+            if removed:
+                for collection in self._collections.values():
+                    collection.delete(ids=removed)
+            report.embedded = len(to_embed)
+            version = _read_version(session)
+            if report.added or report.updated or report.removed:
+                version += 1
+                session.merge(CatalogState(key="version", value=str(version)))
+            session.commit()
+            report.version = version
+        self._reload()
+        return report
+
+    def _embed(self, rows: list[CatalogProduct]) -> None:
+        step = min(256, chroma.batch_size(self._client))
+        for lang, collection in self._collections.items():
+            for start in range(0, len(rows), step):
+                chunk = rows[start:start + step]
+                docs = [product_text(p, lang) for p in chunk]
+                collection.upsert(ids=[p.id for p in chunk], documents=docs,
+                                  metadatas=[{"text_hash": p.text_hash} for p in chunk],
+                                  embeddings=self.encoder.encode_passages(docs))
+
+    # ---- reading ------------------------------------------------------------------------
+    def _reload(self) -> None:
+        with self._lock:
+            with self.db.session() as session:
+                version = _read_version(session)
+                products = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
+            spaces = {}
+            for lang, collection in self._collections.items():
+                got = chroma.read_all(collection)
+                vectors = {i: e for i, e in zip(got["ids"], got["embeddings"])}
+                ids = [pid for pid in products if pid in vectors]
+                texts = [product_text(products[pid], lang) for pid in ids]
+                matrix = (np.asarray([vectors[pid] for pid in ids], dtype=np.float32) if ids
+                          else np.zeros((0, self.encoder.dim), dtype=np.float32))
+                index = (HybridIndex(texts, ids, matrix, params=FusionParams(head_weight=0.0, starter_examples=False))
+                         if ids else None)
+                spaces[lang] = _Space(ids, matrix, index, {pid: i for i, pid in enumerate(ids)})
+            self.products, self.spaces, self._loaded_version = products, spaces, version
+
+    def __len__(self) -> int:
+        return len(self.products)
+
+    def get(self, product_id: str) -> CatalogProduct | None:
+        return self.products.get(product_id)
+
+    def facets(self) -> dict[str, dict[str, int]]:
+        """Per facet (category, color, size, material, brand, availability), each value and its product count;
+        every product_detail attribute name with its count under "attributes"."""
+        out: dict[str, dict[str, int]] = {name: {} for name in ("category", "color", "size", "material", "brand",
+                                                                 "availability")}
+        for product in self.products.values():
+            for name in out:
+                value = getattr(product, name)
+                if value:
+                    out[name][value] = out[name].get(value, 0) + 1
+        with self.db.session() as session:
+            names = session.exec(select(CatalogAttribute.name)).all()
+        out["attributes"] = {}
+        for name in names:
+            out["attributes"][name] = out["attributes"].get(name, 0) + 1
+        return out
+
+
+def _read_version(session: Session) -> int:
+    row = session.get(CatalogState, "version")
+    return int(row.value) if row else 0
+
+
+def _row(record: ProductRecord, text_hash: str, data_hash: str) -> CatalogProduct:
+    return CatalogProduct(
+        id=record.id, title=record.title, description=record.description, title_zh=record.title_zh,
+        description_zh=record.description_zh, link=record.link, image_link=record.image_link, price=record.price,
+        sale_price=record.sale_price, currency=record.currency, availability=record.availability, brand=record.brand,
+        gtin=record.gtin, mpn=record.mpn, color=record.color, size=record.size, material=record.material,
+        pattern=record.pattern, product_type=record.product_type, product_type_zh=record.product_type_zh,
+        category=record.category, category_zh=record.category_zh, item_group_id=record.item_group_id,
+        attributes=dict(record.attributes), sections=dict(record.sections), text_hash=text_hash, data_hash=data_hash)

@@ -1,0 +1,63 @@
+"""The catalog tier: a product message answered from the product catalog, with no LLM (catalog/reply.py).
+
+The chain's catalog step (chains/router_chain.py, right after the guard) asks :meth:`CatalogTier.claim` whether the
+message is a product message the catalog can answer: a search ("a blue throw blanket under $50"), a product fact ("are
+your towels pure cotton?"), a comparison ("compare the two cheapest desk lamps") or stock and variants ("does the
+merino sweater come in navy in size L?"). A claimed turn skips the cache lookup (catalog answers are never cached: a
+changed price must never be served from a cache), the score and the threshold; a rule that matches still wins (the
+order tool, a handoff). With no catalog, or one with no products, the step does nothing and the chain is what it was.
+
+The answer carries the product cards and the filter chips (``Turn.products``/``filters``, then ChatResponse's), and
+a fact's sources name the product and the field. Advice ("which is best for...") stays with the LLM path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from catalog.reply import Reply, intent, reply
+from chains.schema import Revised
+from chains.tiers.base import CATALOG_ROUTE, Tier, register
+from chains.turn import Turn, timed
+
+
+@register
+class CatalogTier(Tier):
+    name = CATALOG_ROUTE
+    plans = (CATALOG_ROUTE,)
+    ruled_only = True  # a claimed message needs no retrieval, score or threshold
+
+    def claim(self, turn: Turn) -> bool:
+        """Whether the catalog answers this turn; if so its reply is kept on the turn and the plan set."""
+        source = self.parts.catalog
+        request = turn.request
+        if source is None or turn.done or request.mode != "routed" or request.names_answer:
+            return False
+        with timed(turn, "catalog"):
+            try:
+                search = source.current()
+                if search is None:  # no catalog ingested: nothing changes
+                    return False
+                last_answer = next((t["content"] for t in reversed(turn.history) if t.get("role") == "assistant"), "")
+                found = intent(search, turn.text, last_answer)
+                answer: Reply | None = reply(search, turn.text, found) if found is not None else None
+            except Exception as exc:  # a broken catalog must not break every other answer: the chain goes on without it
+                turn.note("catalog", "unavailable", error=f"{exc.__class__.__name__}: {exc}"[:300])
+                return False
+        if found is None:
+            return False
+        if answer is None:
+            turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
+            return False
+        turn.catalog, turn.plan = answer, CATALOG_ROUTE
+        turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.version, **answer.detail)
+        turn.reasons.append(f"catalog: a product {answer.kind} message")
+        return True
+
+    def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
+        answer: Reply = turn.catalog
+        turn.products, turn.filters, turn.sources = answer.products, answer.filters, answer.sources
+        turn.served = CATALOG_ROUTE
+        turn.finish(CATALOG_ROUTE, answer.text, f"tier: catalog ({answer.kind})")
+        yield answer.text
+        yield turn

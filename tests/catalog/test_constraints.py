@@ -1,0 +1,81 @@
+"""Constraints parsed from English and Chinese messages, each checked against the catalog's own facet values."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.constraints import Facets, chinese_number, parse
+from catalog.feed import read_feed
+from tests.catalog.shop import write_feed
+
+
+@pytest.fixture(scope="module")
+def facets(tmp_path_factory):
+    feed = read_feed(write_feed(tmp_path_factory.mktemp("feed") / "feed.tsv"))
+    return Facets.from_products(feed.products)
+
+
+def test_colour_category_and_upper_bound_make_the_label(facets):
+    f = parse("a blue throw blanket under $50", facets)
+    assert (f.color, f.categories, f.price_max, f.price_min, f.currency) == ("Blue", ["Throw Blankets"], 50, None, "USD")
+    assert f.label == "blue · throw blanket · under $50"
+
+
+@pytest.mark.parametrize("message, low, high", [
+    ("desk lamps below 50", None, 50), ("a kettle for less than $30", None, 30),
+    ("headphones between 20 and 40", 20, 40), ("lamps from $20 to $40", 20, 40), ("sweaters over 100 dollars", 100, None),
+    ("a lamp for no more than $45", None, 45),
+    ("a kettle that weighs under 2 kg", None, None), ("a kettle less than 1.5 l", None, None),
+])
+def test_english_price_bounds(facets, message, low, high):
+    f = parse(message, facets)
+    assert (f.price_min, f.price_max) == (low, high)
+
+
+@pytest.mark.parametrize("message, low, high", [
+    ("50元以内的台灯", None, 50), ("两百元以内的蓝色毯子", None, 200), ("一千五以内的毛衣", None, 1500),
+    ("三十块以下的毛巾", None, 30), ("不超过100元的电水壶", None, 100), ("二十到四十元的台灯", 20, 40),
+    ("100元以上的毛衣", 100, None),
+])
+def test_chinese_price_bounds(facets, message, low, high):
+    f = parse(message, facets)
+    assert (f.price_min, f.price_max, f.language) == (low, high, "zh")
+
+
+def test_chinese_colour_and_category_are_the_catalogs_values(facets):
+    f = parse("两百元以内的蓝色毯子", facets)
+    assert (f.color, f.categories, f.price_max) == ("Blue", ["Throw Blankets"], 200)
+    assert f.label == "蓝色 · 毯子 · 200元以内"
+    towel = parse("这款毛巾是纯棉的吗？", facets)
+    assert (towel.material, towel.categories) == ("cotton", ["Bath Towels"])
+
+
+def test_material_size_and_stock(facets):
+    f = parse("merino sweater in size M in stock", facets)
+    assert (f.material, f.size, f.in_stock, f.categories) == ("merino", "M", True, ["Sweaters"])
+    assert parse("a wool sweater in medium", facets).size == "M"
+    assert parse("有货的M码毛衣", facets).size == "M" and parse("有货的M码毛衣", facets).in_stock
+
+
+def test_values_the_catalog_lacks_are_not_filters_but_are_named(facets):
+    purple = parse("a purple throw blanket", facets)
+    assert purple.color == "" and purple.missing == ["color purple"] and purple.categories == ["Throw Blankets"]
+    silk = parse("a silk sweater in size XXL", facets)
+    assert (silk.material, silk.size) == ("", "")
+    assert silk.missing == ["material silk", "size xxl"]
+    assert parse("do you sell bicycles?", facets).categories == []
+
+
+def test_cheapest_with_a_count_and_category_synonyms(facets):
+    f = parse("can you compare your two cheapest desk lamps?", facets)
+    assert (f.order, f.count, f.categories) == ("price_asc", 2, ["Desk Lamps"])
+    assert parse("a grey jumper", facets).categories == ["Sweaters"]
+    assert parse("最便宜的两款台灯", facets).order == "price_asc"
+    # the head noun of a two-word category covers it; the longer name wins when both match
+    assert parse("towels", facets).categories == ["Bath Towels"]
+
+
+@pytest.mark.parametrize("text, value", [("两百", 200), ("一千五", 1500), ("三十", 30), ("十五", 15), ("两百五十", 250),
+                                         ("一万", 10000), ("150", 150), ("蓝色", None)])
+def test_chinese_numerals(text, value):
+    assert chinese_number(text) == value

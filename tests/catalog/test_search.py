@@ -1,0 +1,129 @@
+"""Search, facts and comparisons over a real catalog (real MiniLM, real Chroma, SQLite): filters that really filter,
+a relaxed constraint named, "we don't carry that" only for a kind the catalog lacks, facts with their source or
+"not stated", and comparison cells read from the records."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog.search import ProductSearch
+from tests.catalog.shop import open_catalog, write_feed
+
+
+@pytest.fixture(scope="module")
+def shop(encoder, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("catalog")
+    catalog = open_catalog(folder / "store", encoder)
+    catalog.ingest(write_feed(folder / "feed.tsv"))
+    return ProductSearch(catalog)
+
+
+def _price(shop, card_id):
+    return shop.catalog.get(card_id).effective_price
+
+
+def test_filters_really_filter_and_show_their_label(shop):
+    answer = shop.search("a blue throw blanket under $50")
+    assert answer.filters.label == "blue · throw blanket · under $50"
+    assert [c.id for c in answer.products] == ["B1"]  # the blue merino throw is $89, the fleece is red
+    assert answer.carried and not answer.relaxed and answer.note == ""
+
+
+def test_chinese_search_filters_the_same_and_shows_chinese_titles(shop):
+    answer = shop.search("两百元以内的蓝色毯子")
+    assert answer.filters.label == "蓝色 · 毯子 · 200元以内"
+    assert sorted(c.id for c in answer.products) == ["B1", "B3"]
+    assert {c.title for c in answer.products} == {"纯棉盖毯 蓝色", "美利奴羊毛盖毯 蓝色"}
+
+
+def test_in_stock_and_size_filter_variants(shop):
+    answer = shop.search("merino sweater in size L in stock")  # the only L is out of stock
+    assert answer.relaxed == ["in stock"] and [c.id for c in answer.products] == ["S2"]
+    assert "in stock" in answer.note
+    assert [c.id for c in shop.search("merino sweater in size M in stock").products] == ["S1"]
+
+
+def test_when_nothing_matches_one_constraint_is_relaxed_and_named(shop):
+    answer = shop.search("a red cotton throw blanket")  # red: only the fleece; cotton: only blue and grey
+    assert answer.relaxed == ["color Red"]
+    assert {c.id for c in answer.products} <= {"B1", "B2"} and answer.products
+    assert "without color Red" in answer.note and answer.carried
+
+
+def test_a_value_the_catalog_lacks_is_said_and_the_kind_is_still_shown(shop):
+    answer = shop.search("a purple throw blanket")
+    assert answer.carried and answer.filters.missing == ["color purple"]
+    assert "purple" in answer.note and answer.products
+    assert {shop.catalog.get(c.id).category for c in answer.products} == {"Throw Blankets"}
+
+
+@pytest.mark.parametrize("message", ["do you sell bicycles?", "find me a blue coat", "你们卖自行车吗"])
+def test_we_dont_carry_only_what_the_catalog_has_nothing_of(shop, message):
+    answer = shop.search(message)
+    assert not answer.carried and answer.products == []
+
+
+@pytest.mark.parametrize("message", ["do you sell throws?", "any blankets for the sofa?", "有没有蓝色的毯子",
+                                     "something to read books in bed with a light"])
+def test_a_kind_the_catalog_has_is_never_refused(shop, message):
+    answer = shop.search(message)
+    assert answer.carried and answer.products
+
+
+def test_a_fact_is_read_from_the_named_products_attribute_with_its_source(shop):
+    answer = shop.fact("how many litres is the family kettle?")
+    [fact] = answer.facts
+    assert (fact.product_id, fact.field, fact.value, fact.stated) == ("K1", "capacity", "2.2 L", True)
+    assert answer.sources == [{"product_id": "K1", "field": "capacity"}]
+
+
+def test_a_field_the_record_lacks_is_not_stated(shop):
+    [fact] = shop.fact("what is the warranty on the Merino Wool Throw?").facts
+    assert (fact.product_id, fact.field, fact.value, fact.stated) == ("B3", "warranty", "", False)
+    assert "does not state" in fact.text
+
+
+def test_a_question_about_a_kind_is_answered_for_each_of_its_products(shop):
+    answer = shop.fact("are your towels pure cotton?")
+    assert {(f.product_id, f.field, f.value) for f in answer.facts} == {
+        ("T1", "material", "100% organic cotton"), ("T2", "material", "Microfibre (polyester and polyamide)")}
+    zh = shop.fact("这款毛巾是纯棉的吗？")
+    assert {(f.product_id, f.field) for f in zh.facts} == {("T1", "material"), ("T2", "material")}
+    assert all(f.text.startswith(f.title) and "材质" in f.text for f in zh.facts)
+
+
+def test_a_fact_found_by_the_attribute_ranking_cites_the_record(shop):
+    [fact] = shop.fact("does the travel kettle work on 110 volts in the US?").facts
+    assert (fact.product_id, fact.field, fact.value) == ("K2", "voltage", "110-240 V")
+
+
+def test_comparison_of_the_two_cheapest_desk_lamps_has_every_cell_from_a_record(shop):
+    table = shop.compare("can you compare your two cheapest desk lamps?")
+    assert [c.id for c in table.products] == ["L2", "L3"]  # 19.90, then 35.00 on sale (44.90), not the 64.50 one
+    fields = [row.field for row in table.rows]
+    assert fields[:3] == ["price", "sale_price", "availability"] and {"power", "battery life", "bulb"} <= set(fields)
+    for row in table.rows:
+        for cell in row.cells:
+            record = shop.catalog.get(cell.product_id)
+            assert cell.value == record.field_value(row.field) and cell.stated == bool(cell.value)
+    bulb = next(row for row in table.rows if row.field == "bulb")
+    assert [(c.product_id, c.stated) for c in bulb.cells] == [("L2", False), ("L3", True)]
+    assert "not stated" in table.markdown()
+
+
+def test_comparison_of_named_products(shop):
+    table = shop.compare("compare the Smart LED Desk Lamp and the Swing-Arm Desk Lamp")
+    assert sorted(c.id for c in table.products) == ["L1", "L3"]
+    by_ids = shop.compare(product_ids=["K1", "K2", "B1"])
+    capacity = next(row for row in by_ids.rows if row.field == "capacity")
+    assert [c.value for c in capacity.cells] == ["2.2 L", "0.8 L", ""]
+
+
+def test_a_variant_question_says_whether_that_colour_and_size_exist_and_are_in_stock(shop):
+    in_stock = shop.variant("is the merino wool sweater available in navy in size M?")
+    assert (in_stock.offered, [c.id for c in in_stock.variants]) == (True, ["S1"]) and "in stock" in in_stock.text
+    sold_out = shop.variant("is it in navy in size L?", product_id="S1")
+    assert [c.id for c in sold_out.variants] == ["S2"] and "out of stock" in sold_out.text
+    absent = shop.variant("do you have it in blue in size M?", product_id="S1")
+    assert not absent.offered and absent.variants == [] and absent.colors == ["Navy"]
+    assert absent.text == "Merino Wool Sweater does not come in Blue size M; it comes in Navy; sizes M, L."
