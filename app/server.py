@@ -145,6 +145,7 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
 
     ``runtime_factory`` builds the runtime (default: from ``settings``); ``warm`` also loads OCR and Whisper.
     """
+    from app.inbox_routes import router as inbox_router
     from app.openai_routes import router as openai_router
 
     settings = settings or get_settings()
@@ -157,6 +158,11 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
             app.state.runtime.chain.quality_floors()  # the KB's draft-quality floors, before the first customer
         except TandemError as exc:
             problems.append(str(exc))
+        if app.state.runtime is not None and app.state.runtime.catalog is not None:
+            try:  # the product catalog's index too, when one was ingested (each message checks it again)
+                app.state.runtime.catalog.current()
+            except Exception as exc:  # noqa: BLE001  (product messages then go to the help center and the LLM)
+                problems.append(f"the product catalog could not be read: {exc.__class__.__name__}: {exc}"[:300])
         if warm:
             problems += media.warm_up()
         for problem in problems:
@@ -197,6 +203,7 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
     app.state.runtime = None
     app.state.warm = {"ready": False, "problems": []}
     app.state.gate = Gate(settings, lambda: app.state.runtime.db if app.state.runtime is not None else None)
+    app.include_router(inbox_router)  # before the API's catch-all for unknown /api/v1 paths
     app.include_router(router)
     app.include_router(openai_router)
     app.add_middleware(BodyLimit)

@@ -26,11 +26,12 @@ import gradio as gr
 from app import media
 from app.access import AccessDenied, Gate
 from app.serving import drain, over_limit, pump
+from chains.conversation import waiting_line
 from chains.ratelimit import LimitKeys
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided, Revised
-from chains.tiers.clarify import OTHER
+from chains.schema import HUMAN_ROUTE, ChatRequest, ChatResponse, Decided, Revised
 from core.exposure import is_loopback
+from core.text import language_of
 
 PLACEHOLDER = ("Hi! Ask about an order, a return or your account. You can also attach a screenshot "
                "or record a voice message.")
@@ -57,13 +58,11 @@ HEADER = """
 
 # --- rendering ----------------------------------------------------------------------------
 
-SUGGESTED = "suggested:"  # the value prefix of a suggested reply's button (a clarification's is the bare answer id)
+SUGGESTED = "suggested:"  # the value prefix of a suggested reply's button
 
 
 def option_buttons(response: ChatResponse) -> list[dict[str, str]]:
-    """The buttons under an answer: a clarification's options, else the suggested replies (predicted follow-ups)."""
-    if response.options:
-        return [{"label": o.title, "value": o.answer_id} for o in response.options]
+    """The buttons under an answer: the suggested replies (predicted follow-ups)."""
     return [{"label": s.title, "value": SUGGESTED + s.answer_id} for s in response.suggestions]
 
 
@@ -133,14 +132,6 @@ def build_request(reader: media.MediaReader, text: str, files: list[str], sessio
     return request, extraction
 
 
-def _plain(message: dict) -> str:
-    """A chat message's text (Gradio gives content as a string or a list of parts)."""
-    content = message.get("content", "")
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
-
-
 def idle_box() -> gr.MultimodalTextbox:
     """The send arrow back in place of the stop button; keeps whatever the customer is typing."""
     return gr.MultimodalTextbox(submit_btn=True, stop_btn=False)
@@ -179,7 +170,7 @@ class ChatHandlers:
     def respond(self, message: Any, history: list | None, session_id: str, request_ids: dict, picked: str = "",
                 request: gr.Request | None = None, choice: str = "") -> Iterator[tuple[list, Any, str, dict, dict]]:
         """The chat event: show the user's turn, read attachments, stream the reply, then add the badge. ``choice``:
-        the answer id of a clarification's button the customer pressed (the message is then the button's words)."""
+        the value of a suggested reply's button the customer pressed (the message is then the button's words)."""
         history = list(history or [])
         session_id = session_id or uuid.uuid4().hex
         request_ids = dict(request_ids or {})
@@ -240,10 +231,15 @@ class ChatHandlers:
             history[reply_at] = {"role": "assistant", "content": preamble + (answer or "Sorry, no answer came back.")}
             yield history, idle_box(), session_id, request_ids, {}
             return
+        if final.route == HUMAN_ROUTE and not final.answer:  # a person holds the conversation: the bot says nothing
+            history.pop(reply_at)
+            yield history, idle_box(), session_id, request_ids, final.badge()
+            return
         request_ids[reply_at] = final.request_id
-        history[reply_at] = {"role": "assistant", "content": preamble + final.answer + "\n\n" + route_badge(final),
-                             # a clarification's answers, or the suggested replies, as buttons under it
-                             # (chatbot.option_select -> choose)
+        line = waiting_line(final.handoff, language_of(text)) if final.handoff else ""
+        history[reply_at] = {"role": "assistant", "content": preamble + final.answer + (f"\n\n*{line}*" if line else "")
+                             + "\n\n" + route_badge(final),
+                             # the suggested replies as buttons under it (chatbot.option_select -> choose)
                              **({"options": buttons} if (buttons := option_buttons(final)) else {})}
         details = {**final.badge(), "extracted": extraction.texts, "attachment_errors": extraction.errors,
                    "modality": chat_request.modality}
@@ -267,8 +263,6 @@ class ChatHandlers:
             chat_request, extraction = build_request(self.reader, text, files, session_id, customer, keys.client)
             if choice.startswith(SUGGESTED):  # a suggested reply's button
                 chat_request = chat_request.model_copy(update={"suggestion": choice.removeprefix(SUGGESTED)})
-            elif choice:
-                chat_request = chat_request.model_copy(update={"choice": choice})
             yield chat_request, extraction
             yield from runtime.service.stream(chat_request, cancel)
 
@@ -277,22 +271,18 @@ class ChatHandlers:
 
     def choose(self, choice: str, history: list | None, session_id: str, request_ids: dict, picked: str = "",
                request: gr.Request | None = None) -> Iterator[tuple[list, Any, str, dict, dict]]:
-        """A clarification's button: the chosen answer's title is sent as the customer's turn, with its id as the
-        choice. "Something else" sends the question that was asked again, on to the assistant. A suggested reply's
-        button (value ``suggested:<answer id>``) sends its title, with the id as the clicked suggestion."""
+        """A suggested reply's button (value ``suggested:<answer id>``): its title is sent as the customer's turn,
+        with the id as the clicked suggestion."""
         history = list(history or [])
         offered: list[dict] = next((m["options"] for m in reversed(history) if isinstance(m, dict) and m.get("options")),
                                    [])
         label = next((o.get("label", "") for o in offered if o.get("value") == choice), "") or choice
-        if choice == OTHER:
-            label = next((_plain(m) for m in reversed(history[:-1]) if isinstance(m, dict) and m.get("role") == "user"),
-                         label)
         yield from self.respond(label, history, session_id, request_ids, picked, request, choice=choice)
 
     def option_picked(self, history: list | None, session_id: str, request_ids: dict, picked: str,
                       selected: gr.SelectData, request: gr.Request | None = None
                       ) -> Iterator[tuple[list, Any, str, dict, dict]]:
-        """The browser's click on a clarification's button (Chatbot options) -> :meth:`choose`."""
+        """The browser's click on a suggested reply's button (Chatbot options) -> :meth:`choose`."""
         yield from self.choose(str(selected.value), history, session_id, request_ids, picked, request)
 
     def stop(self, session_id: str) -> gr.MultimodalTextbox:
@@ -322,10 +312,30 @@ class ChatHandlers:
                       request: gr.Request | None = None) -> tuple[str, str, str]:
         session_id = session_id or uuid.uuid4().hex
         last = (request_ids or {}).get(max(request_ids)) if request_ids else ""
-        ticket = self.runtime().service.handoff(session_id, self.who(picked, request), last or "",
-                                                (comment or "").strip())
+        service = self.runtime().service
+        ticket = service.handoff(session_id, self.who(picked, request), last or "", (comment or "").strip())
+        line = waiting_line(service.handoff_view(session_id))
         return (f"A member of our team will take over this conversation (ticket #{ticket}). "
-                "You can keep writing here meanwhile."), session_id, ""
+                "You can keep writing here meanwhile." + (f" {line}" if line else "")), session_id, ""
+
+    def deliver(self, session_id: str, history: list | None, seen: dict) -> tuple[Any, Any]:
+        """Every second: what a person wrote into this conversation since ``seen`` (and that one has joined), added
+        to the open chat without the customer writing anything."""
+        conversations = self.runtime().service.conversations if session_id else None
+        if conversations is None:
+            return gr.skip(), gr.skip()
+        seen = dict(seen or {})
+        new = conversations.messages(session_id, after=int(seen.get("id", 0)))
+        view = conversations.view(conversations.state(session_id))
+        holder = (view or {}).get("operator") or ""
+        shown = [{"role": "assistant", "content": f"**{m.get('author') or 'Our team'}:** {m['text']}"}
+                 for m in new if m["role"] == "operator"]
+        if holder and holder != seen.get("holder"):
+            shown.insert(0, {"role": "assistant", "content": f"*{waiting_line(view)}*"})
+        if not new and holder == seen.get("holder", ""):
+            return gr.skip(), gr.skip()
+        seen.update(holder=holder, **({"id": max(int(m["id"]) for m in new)} if new else {}))
+        return (list(history or []) + shown if shown else gr.skip()), seen
 
     def demo_users(self) -> list[str]:
         """The customers of the demo orders, for the "signed in as" picker."""
@@ -362,6 +372,9 @@ def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Ga
                                  max_lines=2, scale=4, elem_id="comment")
             human = gr.Button("Talk to a human", scale=1, elem_id="handoff")
         notice = gr.Markdown(elem_id="notice")
+        # A person's replies reach the open chat by themselves: the page asks every second (a database read).
+        delivered = gr.State({})
+        ticker = gr.Timer(1.0)
         details = gr.JSON(visible=False, label="last answer")
 
         def picker() -> Any:
@@ -377,7 +390,7 @@ def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Ga
         # Stop abandons the stream on screen and cancels the answer; the service still logs the turn.
         box.stop(handlers.stop, [session_id], [box], cancels=[sent], queue=False, api_visibility="private")
         chatbot.like(handlers.rate, [request_ids, comment], [notice, comment], api_visibility="private")
-        # A clarification's buttons: the browser clicks an option; API clients call /choose with its answer id.
+        # Suggested replies' buttons: the browser clicks one; API clients call /choose with its value.
         chatbot.option_select(handlers.option_picked, [chatbot, session_id, request_ids, picked],
                               [chatbot, box, session_id, request_ids, details], api_visibility="private")
         choice = gr.Textbox(visible=False, elem_id="choice")
@@ -385,6 +398,8 @@ def build_ui(runtime: Callable[[], Runtime], reader: media.MediaReader, gate: Ga
                       [chatbot, box, session_id, request_ids, details], api_name="choose")
         human.click(handlers.talk_to_human, [session_id, request_ids, comment, picked], [notice, session_id, comment],
                     api_name="handoff")
+        ticker.tick(handlers.deliver, [session_id, chatbot, delivered], [chatbot, delivered], api_visibility="private",
+                    show_progress="hidden")
     return demo
 
 

@@ -37,3 +37,8 @@ def observe(response, turn) -> None:
         CHECKED.inc()
         for finding in turn.findings:
             CHECK_FINDINGS.labels(kind=finding["kind"], action=finding["action"]).inc()
+# The handoff (chains/conversation.py): how many conversations each trigger queued, how long they waited for a person.
+HANDOFFS = get_or_create(Counter, "tandem_handoffs", "Conversations queued for a person, by trigger.",
+                         labelnames=["trigger"])
+PICKUP = get_or_create(Histogram, "tandem_handoff_pickup_seconds", "Time from a handoff until an operator claimed it.",
+                       buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400))

@@ -28,7 +28,7 @@ from chains.guard import check_input
 from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
 from chains.rules import RuleBook
-from chains.schema import LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE, ChatRequest, Decided, Revised
+from chains.schema import CATALOG_ROUTE, LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE, ChatRequest, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
 from chains.turn import Turn, timed
@@ -57,16 +57,16 @@ class RouterChain:
                  embed: Callable[[str], np.ndarray] | None = None, max_chars: int = 4000, top_k: int = 3,
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
-                 clarify: bool = False, brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False,
-                 stop_when_broken: bool = True):
+                 brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False,
+                 stop_when_broken: bool = True, catalog: Any = None):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
-        ``clarify``: ask which answer is meant when the top KB answers are close (chains/tiers/clarify.py).
         ``brand``: who the answers speak for (the system prompt and the chain's own notices name it).
         ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN).
         ``stop_when_broken``: stop generating an answer once its finished sentences hold a defect that no later
-        text removes (chains.settled.settled_defect)."""
+        text removes (chains.settled.settled_defect). ``catalog``: the product catalog (catalog.live.LiveCatalog) the
+        catalog step answers product messages from; None (or a catalog with no products): no catalog step."""
         self.brand, self.remember_replaced = brand, remember_replaced
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
@@ -86,8 +86,7 @@ class RouterChain:
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
         parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, stop_when_broken=stop_when_broken,
-                          router=router, kb=kb, clarify=clarify,
-                          brand=brand, db=db if run_tools else None)
+                          router=router, kb=kb, brand=brand, db=db if run_tools else None, catalog=catalog)
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {
@@ -95,7 +94,11 @@ class RouterChain:
         unsettled: Runnable = (rules_step | score | threshold | load_gate
                                | RunnableLambda(self._select_tier, name="select_tier")
                                | RunnableGenerator(self._remember, name="remember"))
-        self.chain: Runnable = guard | lookup | RunnableLambda(
+        # The catalog step, before the cache: a product message it claims is never looked up there (catalog answers
+        # are not cached, so no cached answer of another tier stands in for one). Not in route_only: batch routing
+        # and replay keep deciding between the help center and the LLM.
+        catalog_step = RunnableLambda(self._catalog, name="catalog")
+        self.chain: Runnable = guard | catalog_step | lookup | RunnableLambda(
             lambda turn: self.tier_runnables["answered"] if turn.done else unsettled, name="settled_or_route")
 
     # --- the one serving path -----------------------------------------------------------------------
@@ -109,6 +112,11 @@ class RouterChain:
             if isinstance(item, Turn):
                 final = item
         return final
+
+    def check_message(self, turn: Turn) -> Turn:
+        """The guard alone: a message to a conversation a person holds is refused like any other, or passed on
+        unanswered (chains/service.py)."""
+        return self._guard(turn)
 
     # --- deciding stages ----------------------------------------------------------------------------
     def _guard(self, turn: Turn) -> Turn:
@@ -137,7 +145,8 @@ class RouterChain:
         if turn.done:
             return turn
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
-        chose = turn.request.names_answer  # answered by the customer's pick, never cached
+        # answered by the customer's pick, or from the catalog: never cached
+        chose = turn.request.names_answer or turn.plan == CATALOG_ROUTE
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
@@ -154,7 +163,8 @@ class RouterChain:
                 turn.note("embed", "searched as mended", search_text=turn.search_text)
         if self.cache is None or follow_up or chose:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else
-                      "a choice of offered answers" if chose else "disabled")
+                      "a catalog answer" if turn.plan == CATALOG_ROUTE else
+                      "a clicked suggested reply" if chose else "disabled")
             return turn
         if hit is None and turn.vector is not None:
             with timed(turn, "cache"):
@@ -207,6 +217,13 @@ class RouterChain:
         turn.note("cache", "prepared answer withdrawn", cached_question=hit.source_text)
         return None
 
+    def _catalog(self, turn: Turn) -> Turn:
+        """A product message the catalog answers (chains/tiers/catalog.py) gets the plan "catalog"; else nothing."""
+        tier = self.tiers.get(CATALOG_ROUTE)
+        if tier is not None and hasattr(tier, "claim"):
+            tier.claim(turn)
+        return turn
+
     def _rules(self, turn: Turn) -> Turn:
         if turn.done or self.rules is None:
             return turn
@@ -223,7 +240,7 @@ class RouterChain:
     def _ruled_only(self, turn: Turn) -> bool:
         """A rule named a tier that needs no retrieval, score or threshold (the tool, the handoff)."""
         tier = self.tiers.get(self.tier_of_plan.get(turn.plan, ""))
-        return turn.rule is not None and tier is not None and tier.ruled_only
+        return (turn.rule is not None or turn.plan == CATALOG_ROUTE) and tier is not None and tier.ruled_only
 
     def _score(self, turn: Turn) -> Turn:
         if turn.done or self._ruled_only(turn):
@@ -276,7 +293,7 @@ class RouterChain:
         turn.note("threshold", decision, tau=tau, rewrite_threshold=turn.thresholds.rewrite_threshold,
                   kb_rewrite_floor=rewrite_below, settings_version=turn.thresholds.version)
         claim = next(filter(None, (tier.claims(turn) for tier in self.tiers.values())), None)
-        if claim is not None:  # a tier takes the turn over (clarify: close answers, or the customer's choice)
+        if claim is not None:  # a tier takes the turn over (small: a clicked suggested reply)
             turn.plan = claim[0]
             turn.reasons.append(claim[1])
         return turn

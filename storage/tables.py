@@ -34,7 +34,7 @@ class RequestLog(SQLModel, table=True):
     modality: str = Field(default="text", description="text, or text plus image/audio")
     text: str = Field(default="", sa_column=Column(Text))
     answer: str = Field(default="", sa_column=Column(Text))
-    route: str = Field(default="", index=True, description="guard | cache | tool | small | llm | clarify")
+    route: str = Field(default="", index=True, description="guard | cache | tool | small | llm | handoff")
     degraded: bool = False
     fallback: bool = False
     cache_hit: bool = False
@@ -64,9 +64,11 @@ class Feedback(SQLModel, table=True):
     request_id: str = Field(index=True)
     rating: int = Field(description="+1 thumbs up, -1 thumbs down")
     comment: str = ""
-    answer_id: str = Field(default="", description="a clarify request's chosen KB answer (rating +1), or \"other\" "
-                           "(-1: none of the offered answers); \"\" for thumbs")
-    chosen_in: str = Field(default="", description="the request that carried the choice and was answered by it")
+    # answer_id and chosen_in were written by the clarify route (removed 2026-12-07, docs/decisions.md). They stay:
+    # databases made since hold them as NOT NULL columns without a default, and the migration is additive only
+    # (storage/db.py), so a model without them could no longer insert feedback there.
+    answer_id: str = Field(default="", description="unused since the clarify route's removal (always \"\")")
+    chosen_in: str = Field(default="", description="unused since the clarify route's removal (always \"\")")
     user_id: str = ""
     created_at: datetime = Field(default_factory=utcnow)
 
@@ -101,8 +103,11 @@ class ChatMessage(SQLModel, table=True):
 
     id: Optional[int] = Field(default=None, primary_key=True)
     session_id: str = Field(index=True)
-    role: str = Field(description="user | assistant")
+    # "user" is the customer (rows written before operators existed say so too; the APIs show it as "customer"),
+    # "operator" a person's reply (``author`` names them), "note" what an operator left the bot on hand-back.
+    role: str = Field(description="user | assistant | operator | note")
     content: str = Field(default="", sa_column=Column(Text))
+    author: str = Field(default="", description="the operator who wrote an operator message or note")
     # A user message the LLM answered: the message as the LLM got it (this turn's help-center context, the fence), masked
     # like ``content``. The next turns' prompts repeat it as sent, so vLLM reuses the KV state (chains/answers.py).
     sent: Optional[str] = Field(default=None, sa_column=Column(Text, nullable=True))
@@ -160,7 +165,7 @@ class ApiKey(SQLModel, table=True):
 
     id: str = Field(primary_key=True, description="the public part of the key, 'tdm_<id>_<secret>'")
     name: str = ""
-    scopes: str = Field(default="chat", description="comma-separated: chat, kb, admin")
+    scopes: str = Field(default="chat", description="comma-separated: chat, kb, agent, admin")
     secret_sha256: str = ""
     created_at: datetime = Field(default_factory=utcnow)
     revoked_at: Optional[datetime] = None
@@ -259,3 +264,51 @@ class PreparedAnswer(SQLModel, table=True):
     last_hit_at: Optional[datetime] = None
     deleted: bool = Field(default=False, description="an operator deleted it: not served, not prepared again for "
                                                      "this KB version")
+
+
+class ConversationState(SQLModel, table=True):
+    """Who holds a conversation now: the bot, the queue (waiting for a person), a person (one operator), or the bot
+    again after a person (chains/conversation.py owns the changes; every one is a ConversationEvent)."""
+
+    __tablename__ = "conversation_states"
+
+    session_id: str = Field(primary_key=True)
+    status: str = Field(default="bot", index=True, description="bot | waiting | human | returned")
+    operator: str = Field(default="", description="the person holding it (status human)")
+    trigger: str = Field(default="", description="what started the handoff: button | asked | rule | answer_check | vip | "
+                         "repeat")
+    reason: str = Field(default="", sa_column=Column(Text), description="why, in words operators read (masked)")
+    request_id: str = Field(default="", description="the request that escalated (its log row holds the packet)")
+    user_id: str = ""
+    waiting_since: Optional[datetime] = Field(default=None, index=True)
+    claimed_at: Optional[datetime] = None
+    summary: str = Field(default="", sa_column=Column(Text), description="the operator's hand-back note (masked)")
+    packet: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON),
+                                   description="the handoff packet: unsent suggestions for the operator (masked)")
+    version: int = Field(default=0, description="bumped by every change: a compare-and-set guard")
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class ConversationEvent(SQLModel, table=True):
+    """One change of a conversation's state: from, to, who, when and why (the audit trail of handoffs)."""
+
+    __tablename__ = "conversation_events"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    session_id: str = Field(index=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    from_status: str = ""
+    to_status: str = Field(default="", index=True)
+    actor: str = Field(default="", description="customer | bot | operator:<name> | system")
+    trigger: str = ""
+    reason: str = Field(default="", sa_column=Column(Text))
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+
+
+class OperatorSeen(SQLModel, table=True):
+    """When an operator last used the inbox (console page or agent API): "operators online" counts the recent ones."""
+
+    __tablename__ = "operators_seen"
+
+    name: str = Field(primary_key=True)
+    seen_at: datetime = Field(default_factory=utcnow, index=True)

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from core.errors import TandemError
-from tandem.commands import access, cluster, console, demo, kb, llm, operators, ops, routing, serve
+from tandem.commands import access, catalog, cluster, console, demo, kb, llm, operators, ops, routing, serve
 
 # transformers draws a "Loading weights" bar for every model it loads; on a terminal that is noise around a one-line
 # answer or error. Our own progress bars (ingest, tuning, conversion) are plain tqdm and stay.
@@ -31,8 +31,7 @@ def doctor(load: bool = typer.Option(True, help="Also load each model and run it
 @models_cli.command("prepare")
 def models_prepare(force: bool = typer.Option(False, help="Convert and export again even if done.")) -> None:
     """Convert the LLM stand-in TANDEM_LLM_MODEL selects (qwen2.5-0.5b, qwen2.5-1.5b or smollm2) once from its GGUF into a plain
-    model folder and its vLLM copy, and export MiniLM to ONNX (and mpnet too when TANDEM_ENCODER or
-    TANDEM_CASCADE_ENCODER is mpnet)."""
+    model folder and its vLLM copy, and export MiniLM to ONNX."""
     from core.model_files import local_llm, prepare_llm
     from core.settings import ensure_home, get_settings
     from tandem.llm_server import prepare_model_folder
@@ -43,34 +42,30 @@ def models_prepare(force: bool = typer.Option(False, help="Convert and export ag
     typer.echo(f"{llm.title} ({llm.name}) ready at {prepare_llm(llm, settings.models_dir, force=force)}")
     typer.echo(f"vLLM model folder ready at {prepare_model_folder(settings)}")
     typer.echo(f"MiniLM {export_base_encoder(settings, force)}")
-    if "mpnet" in (settings.encoder, settings.cascade_encoder):  # optional: 440 MB more and about a minute
-        typer.echo(f"mpnet {export_base_encoder(settings, force, 'mpnet')}")
 
 
 def export_base_encoder(settings, force: bool = False, name: str = "minilm") -> str:
-    """A base encoder (the registry's ``minilm`` or ``mpnet``) exported to ONNX (once; `--force` again), gated on
-    the demo KB's questions."""
+    """A base encoder (the registry's ``minilm``) exported to ONNX (once; `--force` again), gated on the demo KB's
+    questions."""
     import csv
     import json
 
     from core.encoders import EXPORT_FILE, export_dir, folder_version
     from core.model_files import model_path
     from knowledge.demo_kb import DEMO_DIR
-    from offline.encoder_export import WEIGHT_ONLY_CANDIDATES, export_and_gate, gate_summary
+    from offline.encoder_export import export_and_gate, gate_summary
 
     folder = model_path(name, settings.models_dir)
     out = export_dir(folder, settings.home)
     marker = out / EXPORT_FILE
-    weight_only = name in WEIGHT_ONLY_CANDIDATES
     if marker.is_file() and not force:
         record = json.loads(marker.read_text())
-        # An export made before the weight-only candidate existed is made again once, so it can be chosen
-        if record.get("version") == folder_version(folder) and (not weight_only or "w8_top1_agreement" in record):
+        if record.get("version") == folder_version(folder):
             return f"served by {record['chosen']} ({out})"
     with (DEMO_DIR / "questions.csv").open(encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     record = export_and_gate(folder, out, [r["query"] for r in rows], [r["answer_id"] for r in rows],
-                             log=lambda line: None, weight_only=weight_only)
+                             log=lambda line: None)
     return f"exported to ONNX: serving {record['chosen']} ({gate_summary(record)}) at {out}"
 
 
@@ -103,7 +98,7 @@ def init(seed: bool = typer.Option(True, help="Seed demo orders and the demo kno
         typer.echo(line)
 
 
-for module in (kb, routing, llm, serve, console, operators, access, demo, cluster, ops):
+for module in (kb, routing, llm, serve, console, operators, access, demo, cluster, ops, catalog):
     module.register(cli)
 
 

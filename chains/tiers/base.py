@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from chains.answers import DEFAULT_BRAND, Brand
 from chains.schema import (  # noqa: F401  (the route names: re-exported for code above the chain)
     CACHE_ROUTE,
-    CLARIFY_ROUTE,
+    CATALOG_ROUTE,
     GUARD_ROUTE,
     HANDOFF_ROUTE,
     LLM_ROUTE,
@@ -37,9 +37,9 @@ class TierParts:
     stop_when_broken: bool = True                   # stop generating an answer whose finished sentences fail
     router: Callable[[], Any] = lambda: None        # the current router (a turn carries its own snapshot)
     kb: Any = None                                  # knowledge.base.KnowledgeBase: answers looked up by id
-    clarify: bool = False                           # ask when the top answers are close (TANDEM_CLARIFY)
     brand: Brand = DEFAULT_BRAND                    # who the answers speak for (TANDEM_SHOP_NAME, ...)
     db: Any = None                                  # storage.db.Database the tools read (None: tools are not run)
+    catalog: Any = None                             # catalog.live.LiveCatalog (None: no catalog step)
 
 
 class Tier(ABC):
@@ -55,7 +55,7 @@ class Tier(ABC):
 
     def claims(self, turn: Turn) -> tuple[str, str] | None:
         """After the threshold stage: (plan, reason) to take the turn over from the plan it chose, else None. The
-        tier may set what the plan's tier will read (hits, draft, options). The first registered claim wins."""
+        tier may set what the plan's tier will read (hits, draft). The first registered claim wins."""
         return None
 
     @abstractmethod

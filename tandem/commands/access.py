@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-keys_cli = typer.Typer(help="API keys with scopes (chat, kb, admin), kept hashed in the database.",
+keys_cli = typer.Typer(help="API keys with scopes (chat, kb, agent, admin), kept hashed in the database.",
                        no_args_is_help=True)
 identity_cli = typer.Typer(help="Signed customer identity (X-Tandem-Customer tokens).", no_args_is_help=True)
 
@@ -27,7 +27,8 @@ def _db():
 
 @keys_cli.command("create")
 def create(name: str = typer.Argument(..., help="Who or what uses the key (e.g. shop-backend)."),
-           scope: list[str] = typer.Option(["chat"], "--scope", help="chat, kb or admin; repeat for several.")
+           scope: list[str] = typer.Option(["chat"], "--scope", help="chat, kb, agent (the operators' inbox) or admin; "
+                                           "repeat for several.")
            ) -> None:
     """Make a key and print it once: send it as 'Authorization: Bearer <key>'."""
     from storage.api_keys import create_key

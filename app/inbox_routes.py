@@ -1,0 +1,175 @@
+"""HTTP routes of the handoff: the customer's conversation and the operators' inbox.
+
+- `GET /api/v1/sessions/{id}/messages?after=ID` and `GET /api/v1/sessions/{id}/events` (server-sent events): the
+  conversation's new messages (an operator's replies among them) for the customer who opened it.
+- `POST /api/v1/sessions/{id}/cancel`: the customer stops waiting for a person.
+- `GET /api/v1/inbox`, `POST /api/v1/inbox/{id}/claim|reply|transfer|release`, `GET /api/v1/inbox/{id}/messages`: the
+  operators' inbox, with an `agent` (or `admin`) key. A change that is not allowed now (another operator holds the
+  conversation) is a 409.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.access import Caller
+from app.inbox_protocol import (
+    ConversationOut,
+    InboxOut,
+    MessagesOut,
+    OperatorIn,
+    ReleaseIn,
+    ReplyIn,
+    TransferIn,
+)
+from app.inbox_serving import changed, conversations_of, message_events, operator_of, owns
+from app.protocol import ERROR_RESPONSES
+from app.routes import API_RESPONSES, ApiError, caller_of, runtime_of
+from chains.conversation import WAITING
+from chains.runtime import Runtime
+
+router = APIRouter()
+
+
+async def _owned(runtime: Runtime, caller: Caller, session_id: str) -> None:
+    if not await run_in_threadpool(owns, runtime, caller, session_id):
+        raise ApiError(404, f"no conversation '{session_id}' of yours", "sessions")
+
+
+@router.get("/api/v1/sessions/{session_id}/messages", response_model=MessagesOut, responses=ERROR_RESPONSES,
+            response_model_exclude_none=True)
+async def session_messages(session_id: str, after: int = Query(0, ge=0), caller: Caller = Depends(caller_of),
+                           runtime: Runtime = Depends(runtime_of)) -> Any:
+    """The conversation's messages after message `after` (customer, assistant and operator, oldest first) and where
+    it stands with a person. Only the customer (or key, or address) that opened the conversation may read it."""
+    await _owned(runtime, caller, session_id)
+    conversations = conversations_of(runtime)
+
+    def read() -> dict[str, Any]:
+        return {"messages": conversations.messages(session_id, after),
+                "handoff": conversations.view(conversations.state(session_id))}
+
+    body = await run_in_threadpool(read)
+    API_RESPONSES.labels(endpoint="sessions", status="200").inc()
+    return body
+
+
+@router.get("/api/v1/sessions/{session_id}/events", responses=ERROR_RESPONSES)
+async def session_events(request: Request, session_id: str, after: int = Query(0, ge=0),
+                         last_event_id: str = Header("", alias="Last-Event-ID"), caller: Caller = Depends(caller_of),
+                         runtime: Runtime = Depends(runtime_of)) -> StreamingResponse:
+    """The same as server-sent events: `message` (one per new message, its id as the event id) and `handoff` (where
+    the conversation stands, on every change). A reconnecting client's Last-Event-ID resumes after that message."""
+    await _owned(runtime, caller, session_id)
+    start = max(after, int(last_event_id) if last_event_id.isdigit() else 0)
+    API_RESPONSES.labels(endpoint="sessions_events", status="200").inc()
+    return StreamingResponse(message_events(conversations_of(runtime), session_id, start, request.is_disconnected),
+                             media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+
+@router.post("/api/v1/sessions/{session_id}/cancel", response_model=ConversationOut, responses=ERROR_RESPONSES)
+async def session_cancel(session_id: str, caller: Caller = Depends(caller_of),
+                         runtime: Runtime = Depends(runtime_of)) -> ConversationOut:
+    """The customer no longer waits for a person: the bot answers again (409 once a person holds it)."""
+    await _owned(runtime, caller, session_id)
+    conversations = conversations_of(runtime)
+    state = await run_in_threadpool(changed, lambda: conversations.cancel(session_id), "sessions")
+    return ConversationOut(session_id=session_id, status=state.status, operator=state.operator)
+
+
+@router.get("/api/v1/inbox", response_model=InboxOut, responses=ERROR_RESPONSES)
+async def inbox(operator: str = Query("", max_length=80), caller: Caller = Depends(caller_of),
+                runtime: Runtime = Depends(runtime_of)) -> InboxOut:
+    """Conversations waiting for a person or held by one, the longest wait first, each with why it was handed over
+    and the handoff packet (unsent suggestions). Calling it counts the operator as online."""
+    conversations = conversations_of(runtime)
+
+    def read() -> InboxOut:
+        conversations.seen(operator_of(runtime, caller, operator))
+        items = conversations.inbox()
+        return InboxOut.model_validate({"conversations": items,
+                                        "count": sum(1 for item in items if item["status"] == WAITING)})
+
+    body = await run_in_threadpool(read)
+    API_RESPONSES.labels(endpoint="inbox", status="200").inc()
+    return body
+
+
+@router.get("/api/v1/inbox/{session_id}/messages", responses=ERROR_RESPONSES)
+async def inbox_history(session_id: str, caller: Caller = Depends(caller_of),
+                        runtime: Runtime = Depends(runtime_of)) -> dict[str, Any]:
+    """The whole conversation as stored (masked), operators' notes included, and its state."""
+    conversations = conversations_of(runtime)
+
+    def read() -> dict[str, Any]:
+        state = conversations.state(session_id)
+        return {"session_id": session_id, "status": state.status, "operator": state.operator,
+                "reason": state.reason, "packet": state.packet or {}, "messages": conversations.history(session_id)}
+
+    return await run_in_threadpool(read)
+
+
+@router.post("/api/v1/inbox/{session_id}/claim", response_model=ConversationOut, responses=ERROR_RESPONSES)
+async def claim(session_id: str, body: OperatorIn | None = None, caller: Caller = Depends(caller_of),
+                runtime: Runtime = Depends(runtime_of)) -> ConversationOut:
+    """Take a waiting conversation: the bot stays quiet from now on. 409 when another operator holds it."""
+    conversations = conversations_of(runtime)
+    name = operator_of(runtime, caller, body.operator if body else "")
+
+    def act() -> ConversationOut:
+        conversations.seen(name)
+        state = changed(lambda: conversations.claim(session_id, name), "inbox")
+        return ConversationOut(session_id=session_id, status=state.status, operator=state.operator)
+
+    return await run_in_threadpool(act)
+
+
+@router.post("/api/v1/inbox/{session_id}/reply", response_model=ConversationOut, responses=ERROR_RESPONSES)
+async def reply(session_id: str, body: ReplyIn, caller: Caller = Depends(caller_of),
+                runtime: Runtime = Depends(runtime_of)) -> ConversationOut:
+    """Send the customer a message (only the operator holding the conversation). Stored masked like every log; the
+    customer's chat gets it as written."""
+    conversations = conversations_of(runtime)
+    name = operator_of(runtime, caller, body.operator)
+
+    def act() -> ConversationOut:
+        conversations.seen(name)
+        row = changed(lambda: conversations.reply(session_id, name, body.text), "inbox")
+        return ConversationOut(session_id=session_id, status="human", operator=name, message_id=row.id)
+
+    return await run_in_threadpool(act)
+
+
+@router.post("/api/v1/inbox/{session_id}/transfer", response_model=ConversationOut, responses=ERROR_RESPONSES)
+async def transfer(session_id: str, body: TransferIn, caller: Caller = Depends(caller_of),
+                   runtime: Runtime = Depends(runtime_of)) -> ConversationOut:
+    """Give the conversation to another operator (only the operator holding it)."""
+    conversations = conversations_of(runtime)
+    name = operator_of(runtime, caller, body.operator)
+
+    def act() -> ConversationOut:
+        conversations.seen(name)
+        state = changed(lambda: conversations.transfer(session_id, name, body.to.strip()), "inbox")
+        return ConversationOut(session_id=session_id, status=state.status, operator=state.operator)
+
+    return await run_in_threadpool(act)
+
+
+@router.post("/api/v1/inbox/{session_id}/release", response_model=ConversationOut, responses=ERROR_RESPONSES)
+async def release(session_id: str, body: ReleaseIn | None = None, caller: Caller = Depends(caller_of),
+                  runtime: Runtime = Depends(runtime_of)) -> ConversationOut:
+    """Hand the conversation back to the bot, with a one-line summary it keeps in the conversation's context."""
+    conversations = conversations_of(runtime)
+    name = operator_of(runtime, caller, body.operator if body else "")
+    summary = body.summary if body else ""
+
+    def act() -> ConversationOut:
+        conversations.seen(name)
+        state = changed(lambda: conversations.release(session_id, name, summary), "inbox")
+        return ConversationOut(session_id=session_id, status=state.status, operator=state.operator)
+
+    return await run_in_threadpool(act)
