@@ -14,7 +14,7 @@ transfers and releases through here.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
 
 from chains import metrics
+from chains.cache import normalise
 from core.errors import TandemError
 from storage.db import Database
 from storage.tables import ChatMessage, ConversationEvent, ConversationState, OperatorSeen, utcnow
@@ -42,8 +43,12 @@ TRANSITIONS: dict[tuple[str, str], str] = {
 }
 # What started a handoff (ConversationState.trigger), each switched by a setting (core/settings.py, handoff_*).
 BUTTON, ASKED, RULE, ANSWER_CHECK, VIP, REPEAT = "button", "asked", "rule", "answer_check", "vip", "repeat"
+ANGER, LEGAL, COMPLAINT = "anger", "legal", "complaint"
 # The shipped rule (chains/rules.yaml) by which a customer asks for a person in words: trigger ASKED, not RULE.
 ASKS_FOR_A_PERSON = "asks-for-a-person"
+# Shipped handoff rules (chains/rules.yaml) that are triggers of their own, each switched by its own setting; any
+# other rule with route handoff (an operator's own) is the trigger RULE.
+RULE_TRIGGERS = {ASKS_FOR_A_PERSON: ASKED, "legal-threat": LEGAL, "anger": ANGER, "complaint-about-answer": COMPLAINT}
 # Claims whose wait makes the expected wait (their median), and how far back they may be.
 WAIT_SAMPLE, WAIT_HORIZON = 20, timedelta(days=1)
 # Messages the customer-facing roles stand for; "note" (an operator's hand-back summary) is for the bot only.
@@ -80,9 +85,50 @@ class Triggers:
     answer_check: bool = True
     vip: bool = True
     repeat: bool = False
+    anger: bool = True
+    legal: bool = True
+    complaint: bool = True
 
     def allows(self, trigger: str) -> bool:
         return bool(getattr(self, trigger, False))
+
+
+def rule_trigger(rule: Any) -> tuple[str, str]:
+    """(trigger, reason) of a rule with route handoff: its own trigger for the shipped ones (RULE_TRIGGERS), else
+    RULE; the reason names the rule and says why it hands over."""
+    return RULE_TRIGGERS.get(rule.name, RULE), f"rule {rule.name}: {rule.reason}".strip(": ")
+
+
+def repeated(text: str, history: list[dict[str, str]], rule: Any = None) -> str:
+    """Why the customer is not helped ("" when they may be): they ask again, word for word (case and punctuation
+    aside), what they asked last, and were answered. Courtesy said twice ("thanks", "hi": ``rule`` is the courtesy
+    tool) is no repeat. Saying so in words ("that didn't help") is the rule complaint-about-answer, trigger
+    COMPLAINT."""
+    if rule is not None and getattr(rule, "tool", "") == "courtesy":
+        return ""
+    users = [t["content"] for t in history if t.get("role") == "user"]
+    answered = bool(history) and history[-1].get("role") == "assistant"
+    if users and answered and normalise(users[-1]) == normalise(text) and len(normalise(text)) > 3:
+        return "the customer asked the same question again after an answer"
+    return ""
+
+
+def message_trigger(rules: Any, triggers: Triggers, text: str,
+                    history: Sequence[dict[str, str]] = ()) -> tuple[str, str]:
+    """The handoff a message's own words start, before any answer: a handoff rule that matches (``rules`` is the
+    RuleBook, which passes over a rule whose trigger is switched off), else a repeat; (trigger, reason) of the first
+    that ``triggers`` allows, ("", "") for none. The service decides with the same two steps (the rules step of the
+    chain, then ChatService._trigger); `make eval` measures this (offline/handoff_eval.py)."""
+    rule = rules.match(text)
+    candidates = [rule_trigger(rule)] if rule is not None and rule.route == "handoff" else []
+    if said := repeated(text, list(history), rule):
+        candidates.append((REPEAT, said))
+    return next((c for c in candidates if triggers.allows(c[0])), ("", ""))
+
+
+def rule_skipped(triggers: Triggers) -> Callable[[Any], bool]:
+    """The RuleBook's ``skip``: a handoff rule whose trigger is switched off is passed over as if it did not match."""
+    return lambda rule: rule.route == "handoff" and not triggers.allows(RULE_TRIGGERS.get(rule.name, RULE))
 
 
 class Conversations:

@@ -13,7 +13,7 @@ from typing import Any
 
 from chains.answers import Brand
 from chains.cache import ResponseCache
-from chains.conversation import ASKED, ASKS_FOR_A_PERSON, RULE, Conversations, Triggers
+from chains.conversation import Conversations, Triggers, rule_skipped
 from chains.followups import Suggester
 from chains.handoff_webhook import Webhook
 from chains.llm.base import LLM
@@ -101,7 +101,8 @@ def handoff_triggers(settings: Settings) -> Triggers:
     """Which triggers may queue a conversation for a person (TANDEM_HANDOFF_*)."""
     return Triggers(button=settings.handoff_on_button, asked=settings.handoff_on_asked, rule=settings.handoff_on_rule,
                     answer_check=settings.handoff_on_answer_check, vip=settings.handoff_vip,
-                    repeat=settings.handoff_on_repeat)
+                    repeat=settings.handoff_on_repeat, anger=settings.handoff_on_anger,
+                    legal=settings.handoff_on_legal, complaint=settings.handoff_on_complaint)
 
 
 def handoff_webhook(settings: Settings) -> Webhook | None:
@@ -141,8 +142,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
     rules = rules or RuleBook(settings.rules_path)
     triggers = handoff_triggers(settings)
     if rules.skip is None:  # a handoff rule whose trigger is switched off is passed over as if it did not match
-        rules.skip = lambda rule: rule.route == "handoff" and not triggers.allows(
-            ASKED if rule.name == ASKS_FOR_A_PERSON else RULE)
+        rules.skip = rule_skipped(triggers)
     limiter = RateLimiter.from_settings(settings)
     cache = ResponseCache(state, settings.cache_ttl_s, shop_addresses=(settings.support_email,)) \
         if settings.response_cache else None

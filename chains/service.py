@@ -16,7 +16,6 @@ commit someone else pays for, instead of each paying its own in turn.
 from __future__ import annotations
 
 import itertools
-import re
 import threading
 import time
 from collections import deque
@@ -28,19 +27,18 @@ from typing import Any
 from sqlmodel import select
 
 from chains import answers, metrics
-from chains.cache import normalise
 from chains.conversation import (
     ANSWER_CHECK,
     ASKED,
-    ASKS_FOR_A_PERSON,
     BUTTON,
     HUMAN,
     REPEAT,
-    RULE,
     VIP,
     WAITING,
     Conversations,
     packet_from,
+    repeated,
+    rule_trigger,
 )
 from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
@@ -385,14 +383,13 @@ class TandemService:
         findings = ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})" for f in turn.findings)
         candidates: list[tuple[str, str]] = []
         if turn.handoff and turn.route == HANDOFF_ROUTE and turn.rule is not None:
-            asked = turn.rule.name == ASKS_FOR_A_PERSON
-            candidates.append((ASKED if asked else RULE, f"rule {turn.rule.name}: {turn.rule.reason}".strip(": ")))
+            candidates.append(rule_trigger(turn.rule))  # as message_trigger decides (chains/conversation.py)
         elif turn.handoff:
             candidates.append((ANSWER_CHECK, f"the answer check hands off: {findings}"))
         elif turn.served == "human_offer":
             candidates.append((ANSWER_CHECK, "the assistant's answer failed its checks" +
                                (f": {findings}" if findings else " (a remembered replacement)" if turn.cache_hit else "")))
-        if said := _not_helped(turn):
+        if said := repeated(turn.text, turn.history, turn.rule):
             candidates.append((REPEAT, said))
         failed = turn.served in ("draft_with_caveat", "human_offer") or turn.fallback
         if failed and turn.request.customer and turn.request.customer in self.vip_users:
@@ -461,24 +458,6 @@ class TandemService:
     def status(self) -> dict[str, Any]:
         return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
                 "last_log_error": self.last_log_error}
-
-
-# "That didn't help" and its kin, in English and Chinese: the last answer did not serve, a person should.
-_NOT_HELPED = re.compile(r"\b(?:that|this|it|your answer)\s+(?:didn'?t|did\s+not|doesn'?t|does\s+not|won'?t)\s+help"
-                         r"|\b(?:not|isn'?t|wasn'?t)\s+(?:helpful|what\s+i\s+(?:asked|meant))\b|\byou(?:'re|\s+are)\s+not\s+"
-                         r"(?:listening|helping)\b|没(?:有)?(?:帮助|用)|答非所问|不是我(?:要|问)的", re.IGNORECASE)
-
-
-def _not_helped(turn: Turn) -> str:
-    """Why the customer is not helped by the bot ("" when they may be): they say so, or they ask again, word for word,
-    what they asked last (and were answered)."""
-    if _NOT_HELPED.search(turn.text):
-        return "the customer says the answer did not help"
-    users = [t["content"] for t in turn.history if t.get("role") == "user"]
-    answered = bool(turn.history) and turn.history[-1].get("role") == "assistant"
-    if users and answered and normalise(users[-1]) == normalise(turn.text) and len(normalise(turn.text)) > 3:
-        return "the customer asked the same question again after an answer"
-    return ""
 
 
 def _remembered(row: ChatMessage) -> dict[str, str]:

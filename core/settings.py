@@ -197,10 +197,17 @@ class Settings(BaseSettings):
     handoff_on_answer_check: bool = Field(True, description="An answer that failed its checks and would end as the offer "
                                           "of a person (or that the check policy hands off) queues the conversation for "
                                           "a person instead of offering one.")
-    handoff_on_repeat: bool = Field(False, description="A customer who says the answer did not help (\"that didn't "
-                                    "help\", \"没用\") or asks the same question again after an answer is queued "
-                                    "for a person. Off by default until its precision is measured (a customer may "
-                                    "repeat a question for other reasons).")
+    handoff_on_anger: bool = Field(True, description="An angry message (\"this is ridiculous\", \"worst service\", "
+                                   "\"太过分了\": the anger rule in chains/rules.yaml) is queued for a person.")
+    handoff_on_legal: bool = Field(True, description="A legal threat (a lawyer, suing, small claims, a chargeback, "
+                                   "trading standards, \"法院\", \"12315\": the legal-threat rule) is queued for a "
+                                   "person.")
+    handoff_on_complaint: bool = Field(True, description="A complaint about the bot's previous answer (\"that didn't "
+                                       "help\", \"your answer was wrong\", \"答非所问\": the complaint-about-answer "
+                                       "rule) is queued for a person.")
+    handoff_on_repeat: bool = Field(False, description="A customer who asks the same question again, word for word, "
+                                    "after an answer is queued for a person. Off: on the hand-written set it also "
+                                    "fires on repeated courtesy (docs/handoff.md).")
     handoff_vip: bool = Field(True, description="A VIP customer (TANDEM_VIP_USERS) whose answer failed its checks, or "
                               "fell back, is queued for a person.")
     handoff_online_window_s: float = Field(300.0, gt=0, description="An operator who used the inbox (console page or "
@@ -327,7 +334,8 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "console": ("host", "app_port", "console_port", "console_password", "ui_user_picker", "shop_name",
                 "support_email"),
     "handoff": ("handoff_on_button", "handoff_on_asked", "handoff_on_rule", "handoff_on_answer_check", "handoff_vip",
-                "handoff_on_repeat", "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret"),
+                "handoff_on_anger", "handoff_on_legal", "handoff_on_complaint", "handoff_on_repeat",
+                "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret"),
     "ops": ("ops_every_min", "alert_webhook"),
     "storage": ("home", "database_url", "chroma_url", "redis_url", "data_dir", "model_dir", "passage_cache",
                 "kb_collection", "mask_pii", "retention_days"),

@@ -184,6 +184,9 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
         test = cut(ds.chinese("test"))
         report["zh"] = product_report(_route(kb, test, default), test)
 
+    from offline.handoff_eval import run_handoff_eval
+
+    report["handoff_triggers"] = run_handoff_eval(log=log)
     report["summary"] = summary(report)
     return report
 

@@ -145,6 +145,7 @@ def results_markdown(eval_report: Path = REPORTS / "eval.json", bench_report: Pa
     from bench.report import markdown as bench_markdown
     from offline.answer_report import markdown as answers_markdown
     from offline.evaluate import markdown as eval_markdown
+    from offline.handoff_eval import markdown as triggers_markdown
 
     lines = ["# Results", "", GENERATED.format(source="reports/eval.json and reports/bench.json",
                                                edit="nothing here (run `make eval` or `make bench`)"), "",
@@ -154,6 +155,8 @@ def results_markdown(eval_report: Path = REPORTS / "eval.json", bench_report: Pa
     lines += _section("Routing (`make eval`)", eval_report, None, eval_markdown, "`make eval`")
     lines += _section("Answers (`make eval`, answers section)", eval_report, "answers", answers_markdown,
                       "`make eval` (or `tandem eval --answers-only`)")
+    lines += _section("Handoff triggers (`make eval`, handoff_triggers section)", eval_report, "handoff_triggers",
+                      triggers_markdown, "`make eval` (or `tandem eval --triggers-only`)")
     lines += _section("Benchmarks (`make bench`)", bench_report, None, bench_markdown, "`make bench`")
     return "\n".join(lines) + "\n"
 

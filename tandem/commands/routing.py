@@ -148,7 +148,10 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
              answers_only: bool = typer.Option(False, "--answers-only", help="Only the answers section (the "
                                                "routing figures already in --out are kept)."),
              sets: str = typer.Option("demo,heldout,zh", "--sets", help="Answer sets, comma-separated: demo "
-                                      "(the demo shop's held-out split), demo-dev, heldout (Bitext), zh.")) -> None:
+                                      "(the demo shop's held-out split), demo-dev, heldout (Bitext), zh."),
+             triggers_only: bool = typer.Option(False, "--triggers-only", help="Only the handoff_triggers section "
+                                                "(seconds, no model; the other figures already in --out are kept).")
+             ) -> None:
     """Routing quality on the test files, thresholds chosen on train/valid; then the quality of the final answers
     (`make eval`, which then renders the report into docs/results.md with `python -m scripts.gen_docs`)."""
     log = lambda line: typer.echo(line, err=True)  # noqa: E731
@@ -160,6 +163,16 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
         if unknown:
             raise typer.BadParameter(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(EVAL_SETS)}")
     out.parent.mkdir(parents=True, exist_ok=True)
+    if triggers_only:
+        from offline.handoff_eval import markdown as triggers_markdown
+        from offline.handoff_eval import run_handoff_eval
+
+        report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+        report["handoff_triggers"] = run_handoff_eval(log=log)
+        out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        typer.echo(triggers_markdown(report["handoff_triggers"]))
+        log(f"wrote {out}")
+        return
     if answers_only:
         report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
     else:

@@ -53,8 +53,11 @@ def test_an_answer_that_would_offer_a_person_queues_the_conversation_for_one_ins
     assert packet["passages"] and all("score" in p for p in packet["passages"])
 
 
-@pytest.mark.parametrize("again", ["How do I reset my password?", "that didn't help", "没用"])
-def test_a_customer_not_helped_by_the_answer_is_queued_for_a_person(settings, demo_kb, tmp_path, again):
+@pytest.mark.parametrize(("again", "trigger"), [("How do I reset my password?", "repeat"),
+                                               ("that didn't help", "complaint"), ("没用", "complaint")])
+def test_a_customer_not_helped_by_the_answer_is_queued_for_a_person(settings, demo_kb, tmp_path, again, trigger):
+    """Asking the same again (the repeat trigger, switched on here) or saying the answer did not help (the
+    complaint-about-answer rule, on by default)."""
     runtime = make_runtime(settings.model_copy(update={"handoff_on_repeat": True}), fresh_db(tmp_path), demo_kb)
     try:
         first = runtime.service.answer(ChatRequest(message="How do I reset my password?", session_id="again-1",
@@ -62,7 +65,7 @@ def test_a_customer_not_helped_by_the_answer_is_queued_for_a_person(settings, de
         assert first.handoff is None and "password" in first.answer.lower()
         second = runtime.service.answer(ChatRequest(message=again, session_id="again-1", channel="api"))
         state = runtime.service.conversations.state("again-1")
-        assert (state.status, state.trigger) == ("waiting", "repeat")
+        assert (state.status, state.trigger) == ("waiting", trigger)
         assert second.handoff is not None and second.handoff["triggered"]
         # a colleague replies here, in the customer's language, instead of the bot answering once more
         assert second.answer == answers.NOTICES["zh" if again == "没用" else "en"].handoff

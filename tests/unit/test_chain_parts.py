@@ -197,10 +197,16 @@ def test_other_questions_that_name_an_order_go_to_the_router(text):
     assert _rule_for(text) is None
 
 
-@pytest.mark.parametrize("text", ["I will get a lawyer if this is not fixed", "this is fraud",
-                                  "再不退款我就找律师起诉你们", "我的卡被盗刷了，买了我没买过的东西"])
-def test_legal_and_fraud_topics_in_either_language_go_to_the_llm(text):
-    assert _rule_for(text) == "legal-or-fraud"
+@pytest.mark.parametrize("text", ["I will get a lawyer if this is not fixed", "I'll file a chargeback with my bank",
+                                  "再不退款我就找律师起诉你们", "你们再不退款我就去法院告你们"])
+def test_a_legal_threat_in_either_language_is_handed_to_a_person_with_its_reason(text):
+    rule = next(rule for rule in SHIPPED_RULES if rule.matches(text))
+    assert (rule.name, rule.route, rule.reason) == ("legal-threat", "handoff", "a legal threat: a person handles it")
+
+
+@pytest.mark.parametrize("text", ["this is fraud", "我的卡被盗刷了，买了我没买过的东西"])
+def test_fraud_topics_in_either_language_go_to_the_llm(text):
+    assert _rule_for(text) == "fraud"
 
 
 @pytest.mark.parametrize("text", ["hi", "Hello!", "hi there, how are you today?", "thanks so much, you've been really "

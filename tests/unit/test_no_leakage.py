@@ -290,6 +290,57 @@ def test_the_followup_eval_fits_on_the_dev_sessions_only():
     assert texts == demo_session_texts("dev") and not texts & demo_session_texts("heldout")
 
 
+# --- the handoff-trigger set (issue 57: anger, legal threats, complaints about an answer) ------------------------
+HANDOFF_TRIGGERS = EVAL / "handoff_triggers.csv"
+HANDOFF_COLUMNS = ["message_id", "text", "previous", "language", "expected", "kind", "split"]
+HANDOFF_REPORTED = ("test", "fresh")  # never tuned on: the rules' patterns were tuned on dev only
+HANDOFF_EXPECTED = {"none", "anger", "legal", "complaint", "repeat", "asked"}
+
+
+def handoff_trigger_rows() -> list[dict[str, str]]:
+    with HANDOFF_TRIGGERS.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def handoff_trigger_texts(splits: Iterable[str]) -> set[str]:
+    """The messages of those splits, and the earlier messages (``previous``) they are judged after, normalised."""
+    rows = [r for r in handoff_trigger_rows() if r["split"] in splits]
+    return {normalised(r[column]) for r in rows for column in ("text", "previous")} - {""}
+
+
+def test_the_handoff_trigger_set_is_well_formed():
+    with HANDOFF_TRIGGERS.open(encoding="utf-8", newline="") as handle:
+        assert next(csv.reader(handle)) == HANDOFF_COLUMNS
+    rows = handoff_trigger_rows()
+    ids = [r["message_id"] for r in rows]
+    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"ho-\d{3}", i) for i in ids)
+    assert {r["expected"] for r in rows} <= HANDOFF_EXPECTED and {r["split"] for r in rows} == {"dev", *HANDOFF_REPORTED}
+    assert {r["language"] for r in rows} == {"en", "zh"}
+    person = [r for r in rows if r["expected"] != "none"]
+    assert len(person) >= 60 and len(rows) - len(person) >= 120, (len(person), len(rows) - len(person))
+    english = sum(r["language"] == "en" for r in rows)
+    assert 1.6 <= english / (len(rows) - english) <= 2.6, "not about 2:1 English to Chinese"
+    assert all(bool(r["previous"]) == (r["kind"] in ("repeat", "repeat_fine")) for r in rows)
+    texts = [(normalised(r["text"]), normalised(r["previous"])) for r in rows]
+    assert all(t for t, _ in texts) and len(set(texts)) == len(texts), "empty or repeated messages"
+
+
+def test_no_handoff_trigger_test_or_fresh_message_is_in_or_near_its_dev_split():
+    reported, dev = handoff_trigger_texts(HANDOFF_REPORTED), handoff_trigger_texts(("dev",))
+    close = near_duplicates(reported, dev, NEAR_DUPLICATE)
+    assert not reported & dev and not close, f"test/fresh messages close to the dev split: {close[:5]}"
+
+
+def test_no_handoff_trigger_test_or_fresh_message_is_near_the_rules_or_the_tests_that_pin_them():
+    """The patterns and the tests that pin them were written from dev: no reported message is quoted in the rules'
+    comments or in those tests."""
+    written = [REPO / "chains" / "rules.yaml", REPO / "tests" / "handoff" / "test_word_triggers.py",
+               REPO / "tests" / "unit" / "test_chain_parts.py", REPO / "tests" / "handoff" / "test_triggers.py"]
+    quoted = {normalised(q) for path in written for q in re.findall(r'"([^"\n]{8,})"', path.read_text(encoding="utf-8"))}
+    close = near_duplicates(handoff_trigger_texts(HANDOFF_REPORTED), quoted - {""}, NEAR_DUPLICATE)
+    assert not close, f"test/fresh messages quoted in the rules or their tests: {close[:5]}"
+
+
 # --- near-copies of any held-out message in what Tandem writes and fits or tunes on ------------------------------
 TABLE = REPO / "chains" / "artifacts" / "router_training.npz"
 # The stored table's groups whose messages Tandem wrote (or whose KB is the demo shop's): near-copies checked. The
@@ -326,7 +377,8 @@ def column_texts(path: Path, *columns: str, splits: Iterable[str] | None = None)
 def held_out_sets() -> dict[str, set[str]]:
     return {"Bitext held-out": texts_of(EVAL / "bitext_heldout.csv"), "demo-shop held-out": demo_shop_texts("heldout"),
             "demo-shop sessions held-out": demo_session_texts("heldout"),
-            "Chinese test": column_texts(EVAL / "zh" / "paraphrases.csv", "query", splits=("test",))}
+            "Chinese test": column_texts(EVAL / "zh" / "paraphrases.csv", "query", splits=("test",)),
+            "handoff-trigger test and fresh": handoff_trigger_texts(HANDOFF_REPORTED)}
 
 
 def stored_table() -> tuple[list[str], list[str]]:
@@ -351,6 +403,7 @@ WRITTEN_INPUTS: dict[str, Callable[[], set[str]]] = {
     "bitext_dev.csv": lambda: texts_of(EVAL / "bitext_dev.csv"),
     "demo_shop.csv dev split": lambda: demo_shop_texts("dev"),
     "demo_sessions.csv dev sessions": lambda: demo_session_texts("dev"),
+    "handoff_triggers.csv dev split": lambda: handoff_trigger_texts(("dev",)),
     "zh/paraphrases.csv train and valid": lambda: column_texts(EVAL / "zh" / "paraphrases.csv", "query",
                                                                splits=("train", "valid")),
     "out_of_scope_en.csv": lambda: texts_of(REPO / "knowledge" / "starter" / "out_of_scope_en.csv"),
