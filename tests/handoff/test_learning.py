@@ -7,11 +7,13 @@ since approving writes to it), SQLite and the real /api/v1 in-process."""
 from __future__ import annotations
 
 import pytest
+from sqlmodel import select
 
 from app.ui import ChatHandlers
 from chains.learning import APPROVED, PROPOSED
 from tests.api import api_client
 from tests.conftest import fresh_db, make_runtime
+from tests.console.conftest import clean_logins  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 DOG = "Can I bring my dog into your Seattle showroom?"  # nothing in the demo KB answers it
@@ -118,3 +120,52 @@ def test_a_question_the_kb_covers_proposes_nothing(learning_app):
     conversations.reply(asked["session_id"], "dana", "Use the Forgot password link on the sign-in page.")
     assert asked["session_id"] not in {p["session_id"] for p in
                                        api.get("/api/v1/inbox/proposals", headers=agent).json()["proposals"]}
+
+
+@pytest.mark.usefixtures("clean_logins")
+def test_the_console_shows_the_handoff_numbers_and_approves_a_proposal_in_one_click(settings, db, own_kb, monkeypatch):
+    """The overview's handoff numbers (the session database's stored events) and the Learned answers page: one click
+    approves, ingests and re-asks (the console's learning loop over this test's KB)."""
+    from chains.handoff_stats import handoff_numbers
+    from console import data, ui
+    from storage.tables import ConversationEvent, ConversationState, KbProposal
+    from tests.console.conftest import new_app, sign_in
+
+    question = "Is there parking for customers at the Seattle showroom?"
+    runtime = make_runtime(settings, db, own_kb, use_llm=False)
+    monkeypatch.setattr(ui, "learning", lambda: runtime.learning)  # this test's KB, not the home one
+    conversations = runtime.service.conversations
+    conversations.hand_off("console-learn-1", "button", "pressed the button")
+    conversations.claim("console-learn-1", "operator")
+    with db.session() as session:
+        session.add(KbProposal(session_id="console-learn-1", question=question, operator="operator",
+                               answer="Yes: the showroom has twelve free customer parking spaces behind the building."))
+        session.commit()
+    try:
+        at = sign_in(new_app().run())
+        assert not at.exception, at.exception
+        numbers = handoff_numbers(db, data.since_for("last 24 h")).summary()
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["Handoffs"] == f"{numbers['handoffs']:,}" and numbers["by_reason"]["button"] >= 1
+        assert metrics["Time to pick up (p50)"] != "–"  # our claim at least
+        at = at.switch_page("views/proposals.py").run()
+        assert not at.exception, at.exception
+        with db.session() as session:
+            ours = next(p for p in session.exec(select(KbProposal))
+                        if p.session_id == "console-learn-1")
+        at = at.button(key=f"proposal_approve_{ours.id}").click().run()
+        assert not at.exception, at.exception
+        approved = runtime.learning.get(ours.id)
+        assert approved.status == "approved" and approved.decided_by == "operator"
+        assert approved.check["answered_by_small"] is True, approved.check
+        assert f"operator_{ours.id}" in own_kb.answer_texts()
+        assert any("approved and ingested" in s.value for s in at.success)
+        assert not [b for b in at.button if b.key == f"proposal_approve_{ours.id}"]  # decided: no button any more
+    finally:
+        runtime.close()
+        with db.session() as session:
+            for table in (ConversationState, ConversationEvent, KbProposal):
+                for row in session.exec(select(table)).all():
+                    if row.session_id == "console-learn-1":
+                        session.delete(row)
+            session.commit()
