@@ -141,9 +141,10 @@ class HandoffCollector:
         for trigger, n in sorted(numbers.by_reason.items()):
             by_reason.add_metric([window, trigger], n)
         yield by_reason
-        for name, values, what in (("pickup", numbers.pickup_s, "from a handoff until an operator claimed it"),
-                                   ("first_reply", numbers.first_reply_s,
-                                    "from a handoff until the first operator message")):
+        for name, values, what, counted in (
+                ("pickup", numbers.pickup_s, "from a handoff until an operator claimed it", "claims"),
+                ("first_reply", numbers.first_reply_s, "from a handoff until the first operator message",
+                 "handoffs answered by a person")):
             gauge = GaugeMetricFamily(f"tandem_handoff_window_{name}_seconds", f"Seconds {what}, quantiles over the "
                                       "window (stored events of every replica).", labels=["window", "quantile"])
             for q in (0.5, 0.9):
@@ -151,8 +152,8 @@ class HandoffCollector:
                 if value is not None:
                     gauge.add_metric([window, str(q)], value)
             yield gauge
-            count = GaugeMetricFamily(f"tandem_handoff_window_{name}s", f"How many times were measured {what} in "
-                                      "the window.", labels=["window"])
+            count = GaugeMetricFamily(f"tandem_handoff_window_{name}_count", f"The {counted} in the window that the "
+                                      f"{name} quantiles are over.", labels=["window"])
             count.add_metric([window], len(values))
             yield count
         sessions = GaugeMetricFamily("tandem_handoff_window_sessions", "Customer conversations active in the window.",

@@ -103,7 +103,7 @@ def test_metrics_exposes_them_from_the_database(scripted, settings, demo_kb):
     assert samples[("tandem_handoff_window_handoffs", (("trigger", "button"), day))] == 1
     assert samples[("tandem_handoff_window_handoffs", (("trigger", "rule"), day))] == 1
     assert samples[("tandem_handoff_window_pickup_seconds", (("quantile", "0.5"), day))] == 60.0
-    assert samples[("tandem_handoff_window_pickups", (day,))] == 3
+    assert samples[("tandem_handoff_window_pickup_count", (day,))] == 3
     assert samples[("tandem_handoff_window_first_reply_seconds", (("quantile", "0.5"), day))] == 112.5
     assert samples[("tandem_handoff_window_sessions", (day,))] == 4
     assert samples[("tandem_handoff_window_resolved_without_person_ratio", (day,))] == 0.25
