@@ -169,3 +169,24 @@ def test_the_console_shows_the_handoff_numbers_and_approves_a_proposal_in_one_cl
                     if row.session_id == "console-learn-1":
                         session.delete(row)
             session.commit()
+
+
+def test_a_customer_who_asked_for_a_person_in_words_is_learned_from_with_the_question_they_asked_before(learning_app):
+    api, runtime, agent = learning_app
+    earlier = "Can I book a private shopping appointment at the Seattle showroom after hours?"
+    first = api.post("/api/v1/chat", json={"message": earlier}).json()
+    asked = api.post("/api/v1/chat", json={"message": "talk to a human please", "session_id": first["session_id"]})
+    assert asked.json()["route"] == "handoff"
+    session_id = first["session_id"]
+    assert runtime.service.conversations.state(session_id).trigger == "asked"
+    api.post(f"/api/v1/inbox/{session_id}/claim", headers=agent)
+    api.post(f"/api/v1/inbox/{session_id}/reply", headers=agent,
+             json={"text": "Yes, write to the showroom team and they will book an evening slot for you."})
+    proposal = next(p for p in api.get("/api/v1/inbox/proposals", headers=agent).json()["proposals"]
+                    if p["session_id"] == session_id)
+    assert proposal["question"] == earlier  # not "talk to a human please"
+    rejected = api.post(f"/api/v1/inbox/proposals/{proposal['id']}/reject", headers=agent)
+    assert rejected.status_code == 200 and rejected.json()["status"] == "rejected"
+    assert api.post(f"/api/v1/inbox/proposals/{proposal['id']}/approve", headers=agent).status_code == 409
+    assert api.post("/api/v1/inbox/proposals/999999/approve", headers=agent).status_code == 404
+    assert api.get("/api/v1/inbox/proposals").status_code == 403  # a chat key is no agent key
