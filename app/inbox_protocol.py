@@ -91,3 +91,31 @@ class ConversationOut(BaseModel):
     status: Literal["bot", "waiting", "human", "returned"]
     operator: str = ""
     message_id: int | None = Field(None, description="the stored reply (reply only)")
+
+
+class ProposalOut(BaseModel):
+    """An operator's reply to a question the knowledge base did not cover, proposed as a KB answer."""
+
+    id: int
+    status: Literal["proposed", "approved", "rejected"]
+    question: str = Field(description="the customer's wording (masked)")
+    answer: str = Field(description="the operator's reply (masked), the proposed answer")
+    operator: str
+    session_id: str
+    created_at: str | None = None
+    merge_into: str = Field("", description="the existing answer this near-duplicates: approving adds the question "
+                            "to it as an example question; empty: a new answer")
+    similarity: float = 0.0
+    coverage: dict[str, Any] = Field(default_factory=dict, description="why the KB did not cover the question")
+    answer_id: str = Field("", description="the KB answer it became once approved")
+    decided_by: str = ""
+    check: dict[str, Any] = Field(default_factory=dict, description="after approval, the question re-asked: route, "
+                                  "cites, answered_by_small")
+
+
+class ProposalsOut(BaseModel):
+    proposals: list[ProposalOut]
+
+
+class ApproveIn(OperatorIn):
+    answer: StrictStr = Field("", max_length=4000, description="the approver's edit of the answer; empty: as proposed")

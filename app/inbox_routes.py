@@ -6,10 +6,13 @@
 - `GET /api/v1/inbox`, `POST /api/v1/inbox/{id}/claim|reply|transfer|release`, `GET /api/v1/inbox/{id}/messages`: the
   operators' inbox, with an `agent` (or `admin`) key. A change that is not allowed now (another operator holds the
   conversation) is a 409.
+- `GET /api/v1/inbox/proposals`, `POST /api/v1/inbox/proposals/{id}/approve|reject`: operators' replies proposed as
+  KB answers (chains/learning.py); approving ingests one and re-asks its question.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -18,10 +21,13 @@ from starlette.concurrency import run_in_threadpool
 
 from app.access import Caller
 from app.inbox_protocol import (
+    ApproveIn,
     ConversationOut,
     InboxOut,
     MessagesOut,
     OperatorIn,
+    ProposalOut,
+    ProposalsOut,
     ReleaseIn,
     ReplyIn,
     TransferIn,
@@ -30,7 +36,9 @@ from app.inbox_serving import changed, conversations_of, message_events, operato
 from app.protocol import ERROR_RESPONSES
 from app.routes import API_RESPONSES, ApiError, caller_of, runtime_of
 from chains.conversation import WAITING
+from chains.learning import Learning, ProposalError
 from chains.runtime import Runtime
+from storage.tables import KbProposal
 
 router = APIRouter()
 
@@ -173,3 +181,51 @@ async def release(session_id: str, body: ReleaseIn | None = None, caller: Caller
         return ConversationOut(session_id=session_id, status=state.status, operator=state.operator)
 
     return await run_in_threadpool(act)
+
+
+def _learning(runtime: Runtime) -> Learning:
+    if runtime.learning is None:
+        raise ApiError(503, "this deployment does not learn from operators", "inbox")
+    return runtime.learning
+
+
+def _proposal_out(row: KbProposal) -> ProposalOut:
+    return ProposalOut.model_validate({**row.model_dump(), "created_at": row.created_at.isoformat()
+                                       if row.created_at else None})
+
+
+def _decided(action: Callable[[], KbProposal]) -> ProposalOut:
+    try:
+        return _proposal_out(action())
+    except ProposalError as exc:
+        raise ApiError(409 if exc.status else 404, str(exc), "inbox") from None
+
+
+@router.get("/api/v1/inbox/proposals", response_model=ProposalsOut, responses=ERROR_RESPONSES)
+async def proposals(status: str = Query("", max_length=20), caller: Caller = Depends(caller_of),
+                    runtime: Runtime = Depends(runtime_of)) -> ProposalsOut:
+    """Operators' replies proposed as KB answers (newest first; `status`: proposed, approved or rejected)."""
+    learning = _learning(runtime)
+    rows = await run_in_threadpool(learning.listing, status or None)
+    return ProposalsOut(proposals=[_proposal_out(row) for row in rows])
+
+
+@router.post("/api/v1/inbox/proposals/{proposal_id}/approve", response_model=ProposalOut, responses=ERROR_RESPONSES)
+async def approve_proposal(proposal_id: int, body: ApproveIn | None = None, caller: Caller = Depends(caller_of),
+                           runtime: Runtime = Depends(runtime_of)) -> ProposalOut:
+    """Approve a proposed answer: it is ingested into the knowledge base (re-embedded), then the question is re-asked
+    through the chain; `check.answered_by_small` says whether the small tier now answers it citing the new answer.
+    409 when it was decided already."""
+    learning = _learning(runtime)
+    name = operator_of(runtime, caller, body.operator if body else "")
+    edited = body.answer if body else ""
+    return await run_in_threadpool(_decided, lambda: learning.approve(proposal_id, name, edited))
+
+
+@router.post("/api/v1/inbox/proposals/{proposal_id}/reject", response_model=ProposalOut, responses=ERROR_RESPONSES)
+async def reject_proposal(proposal_id: int, body: OperatorIn | None = None, caller: Caller = Depends(caller_of),
+                          runtime: Runtime = Depends(runtime_of)) -> ProposalOut:
+    """Reject a proposed answer (nothing is ingested). 409 when it was decided already."""
+    learning = _learning(runtime)
+    name = operator_of(runtime, caller, body.operator if body else "")
+    return await run_in_threadpool(_decided, lambda: learning.reject(proposal_id, name))

@@ -25,6 +25,7 @@ from app.media import MediaReader
 from app.protocol import MAX_BODY_BYTES, explain
 from app.routes import API_RESPONSES, ApiError, router
 from app.serving import Unavailable, available_runtime
+from chains.handoff_stats import expose
 from chains.runtime import Runtime, build_runtime
 from chains.schema import ChatRequest
 from core.errors import TandemError
@@ -158,6 +159,8 @@ def create_api(settings: Settings | None = None, runtime_factory: Callable[[], R
             app.state.runtime.chain.quality_floors()  # the KB's draft-quality floors, before the first customer
         except TandemError as exc:
             problems.append(str(exc))
+        # /metrics: the handoff numbers of the stored events (time to pick up, to the first human reply, ...)
+        expose(lambda: app.state.runtime.db if app.state.runtime is not None else None)
         if app.state.runtime is not None and app.state.runtime.catalog is not None:
             try:  # the product catalog's index too, when one was ingested (each message checks it again)
                 app.state.runtime.catalog.current()

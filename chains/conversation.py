@@ -13,6 +13,7 @@ transfers and releases through here.
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from core.errors import TandemError
 from storage.db import Database
 from storage.tables import ChatMessage, ConversationEvent, ConversationState, OperatorSeen, utcnow
 
+log = logging.getLogger(__name__)
 BOT, WAITING, HUMAN, RETURNED = "bot", "waiting", "human", "returned"
 STATUSES = (BOT, WAITING, HUMAN, RETURNED)
 # (from, to) -> the action's name. Anything else is an IllegalTransition: a person cannot take a conversation
@@ -143,6 +145,9 @@ class Conversations:
         # Told of every operator message ("message") and state change ("handoff"): the shop's webhook
         # (chains/handoff_webhook.py); None: nobody.
         self.notify = notify
+        # Told of every operator reply (session, operator, text as written): the learning loop that proposes it as a
+        # KB answer (chains/learning.py); None: nobody.
+        self.learn: Callable[[str, str, str], Any] | None = None
 
     # --- reading --------------------------------------------------------------------------------------
     def state(self, session_id: str) -> ConversationState:
@@ -293,12 +298,23 @@ class Conversations:
         """The holding operator's message to the customer: kept masked as conversation memory (what logs and the
         console show), and as sent for the customer's own chat to deliver."""
         self._holder(session_id, operator)
+        state = self.state(session_id)
         row = ChatMessage(session_id=session_id, role="operator", content=self.scrub(text), sent=text,
                           author=operator, created_at=self.clock())
         with self.db.session() as session:
+            first = state.waiting_since is not None and session.exec(select(func.count()).select_from(ChatMessage).where(
+                ChatMessage.session_id == session_id, ChatMessage.role == "operator",
+                col(ChatMessage.created_at) >= state.waiting_since)).one() == 0
             session.add(row)
             session.commit()
             session.refresh(row)
+        if first and state.waiting_since is not None:  # the first human reply since the handoff
+            metrics.FIRST_REPLY.observe(max(0.0, (_aware(row.created_at) - _aware(state.waiting_since)).total_seconds()))
+        if self.learn is not None:
+            try:  # a proposed KB answer is a help, never a reason for the reply to fail (chains/learning.py)
+                self.learn(session_id, operator, text)
+            except Exception:  # noqa: BLE001
+                log.exception("proposing a KB answer from the operator's reply failed")
         if self.notify is not None:
             self.notify("message", {"session_id": session_id, "message": {
                 "id": row.id, "role": "operator", "text": text, "author": operator, "created_at": _iso(row.created_at)}})

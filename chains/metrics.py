@@ -42,3 +42,6 @@ HANDOFFS = get_or_create(Counter, "tandem_handoffs", "Conversations queued for a
                          labelnames=["trigger"])
 PICKUP = get_or_create(Histogram, "tandem_handoff_pickup_seconds", "Time from a handoff until an operator claimed it.",
                        buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400))
+FIRST_REPLY = get_or_create(Histogram, "tandem_handoff_first_reply_seconds",
+                            "Time from a handoff until the first operator message that followed it.",
+                            buckets=(5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400))

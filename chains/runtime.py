@@ -16,6 +16,7 @@ from chains.cache import ResponseCache
 from chains.conversation import Conversations, Triggers, rule_skipped
 from chains.followups import Suggester
 from chains.handoff_webhook import Webhook
+from chains.learning import Learning
 from chains.llm.base import LLM
 from chains.policy import LivePolicy
 from chains.ratelimit import RateLimiter
@@ -50,6 +51,7 @@ class Runtime:
     limiter: RateLimiter
     problems: list[str] = field(default_factory=list)
     catalog: Any = None  # catalog.live.LiveCatalog: the products the chain's catalog step answers from
+    learning: Learning | None = None  # operators' replies proposed as KB answers (chains/learning.py)
 
     def status(self) -> dict[str, Any]:
         """What /healthz and `tandem doctor` show about the serving parts (the service adds its log backlog)."""
@@ -163,5 +165,10 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                                   notify=handoff_webhook(settings))
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups,
                             conversations=conversations, vip_users=settings.vip_user_set)
+    learning = Learning(chain, conversations, policy.current, scrub=conversations.scrub,
+                        merge_similarity=settings.handoff_learn_merge_similarity)
+    if settings.handoff_learn:  # an operator's reply to a question the KB does not cover: a proposed KB answer
+        conversations.learn = learning.propose
     return Runtime(settings=settings, db=db, encoder=encoder, kb=kb, state=state, policy=policy, routers=routers,
-                   rules=rules, llm=llm, chain=chain, service=service, limiter=limiter, catalog=catalog)
+                   rules=rules, llm=llm, chain=chain, service=service, limiter=limiter, catalog=catalog,
+                   learning=learning)

@@ -119,6 +119,7 @@ PAGES = [
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
     st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
+    st.Page("views/proposals.py", title="Learned answers", icon=":material/school:"),
 ]
 page = st.navigation(PAGES)
 with st.sidebar:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -35,6 +37,21 @@ def knowledge_base() -> KnowledgeBase:
     """The same knowledge base the app serves (opened once per console process; it follows other writers)."""
     s = get_settings()
     return _knowledge_base(s.chroma_url, str(s.chroma_path), s.kb_collection, s.encoder)
+
+
+@st.cache_resource(show_spinner="Loading the chain…")
+def _learning(db_url: str, chroma_url: str, chroma_path: str, collection: str, encoder: str) -> Any:
+    from chains.runtime import build_runtime
+
+    settings = get_settings().model_copy(update={"followups": False})  # the console serves no customer
+    return build_runtime(settings, db=db(), kb=knowledge_base(), use_llm=False).learning
+
+
+def learning() -> Any:
+    """The learning loop (chains/learning.py) over this console's database and knowledge base, with the chain that
+    re-asks an approved answer's question (no LLM: it routes, it does not generate); built on first use."""
+    s = get_settings()
+    return _learning(s.db_url, s.chroma_url, str(s.chroma_path), s.kb_collection, s.encoder)
 
 
 def mask_pii() -> bool:

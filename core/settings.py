@@ -219,6 +219,13 @@ class Settings(BaseSettings):
     handoff_webhook_secret: str = Field("", description="HMAC-SHA256 key of the handoff webhook's signature; empty: "
                                         "the customer-token key (TANDEM_IDENTITY_SECRET, or the one kept in "
                                         "TANDEM_HOME).")
+    handoff_learn: bool = Field(True, description="An operator's reply to a question the knowledge base does not "
+                                "cover (the router sends it to the LLM) is proposed as a KB answer, for one-click "
+                                "approval in the console's inbox or over /api/v1/inbox/proposals.")
+    handoff_learn_merge_similarity: float = Field(0.8, ge=0.0, le=1.0, description="A proposed reply whose encoder "
+                                                  "similarity to an existing KB answer reaches this is a near-duplicate: "
+                                                  "approving it adds the customer's wording to that answer as an "
+                                                  "example question instead of a new answer.")
 
     # --- network -------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Bind address of the app and the console.")
@@ -335,7 +342,8 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
                 "support_email"),
     "handoff": ("handoff_on_button", "handoff_on_asked", "handoff_on_rule", "handoff_on_answer_check", "handoff_vip",
                 "handoff_on_anger", "handoff_on_legal", "handoff_on_complaint", "handoff_on_repeat",
-                "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret"),
+                "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret", "handoff_learn",
+                "handoff_learn_merge_similarity"),
     "ops": ("ops_every_min", "alert_webhook"),
     "storage": ("home", "database_url", "chroma_url", "redis_url", "data_dir", "model_dir", "passage_cache",
                 "kb_collection", "mask_pii", "retention_days"),

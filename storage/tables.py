@@ -312,3 +312,30 @@ class OperatorSeen(SQLModel, table=True):
 
     name: str = Field(primary_key=True)
     seen_at: datetime = Field(default_factory=utcnow, index=True)
+
+
+class KbProposal(SQLModel, table=True):
+    """An operator's reply to a question the knowledge base did not cover, proposed as a KB answer (chains/learning.py):
+    a new answer, or (``merge_into``: a near-duplicate of an existing answer) the customer's wording added to that
+    answer as an example question. Approving ingests it and re-asks the question through the chain (``check``)."""
+
+    __tablename__ = "kb_proposals"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    created_at: datetime = Field(default_factory=utcnow, index=True)
+    session_id: str = Field(default="", index=True)
+    handoff_at: Optional[datetime] = Field(default=None, description="the handoff it answers (one proposal per handoff)")
+    request_id: str = ""
+    question: str = Field(default="", sa_column=Column(Text), description="the customer's wording (masked)")
+    answer: str = Field(default="", sa_column=Column(Text), description="the operator's reply (masked)")
+    operator: str = ""
+    status: str = Field(default="proposed", index=True, description="proposed | approved | rejected")
+    merge_into: str = Field(default="", description="an existing answer_id this near-duplicates; empty: a new answer")
+    similarity: float = Field(default=0.0, description="the reply's encoder similarity to merge_into's answer")
+    coverage: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON),
+                                     description="why the KB did not cover the question (route, scores)")
+    answer_id: str = Field(default="", description="the KB answer it became (or was merged into) once approved")
+    decided_by: str = ""
+    decided_at: Optional[datetime] = None
+    check: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON),
+                                  description="the question re-asked after approval: route, cited answers, answered")

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from chains.conversation import HUMAN, WAITING, Conversations, IllegalTransition
+from chains.conversation import ASKED, HUMAN, WAITING, Conversations, IllegalTransition
 from console import ui
 from core.pii import mask
+from core.settings import get_settings
 
 FLASH_KEY = "inbox_flash"
 SELECTED_KEY = "inbox_selected"
@@ -40,6 +41,10 @@ chosen = st.selectbox("Conversation", ids, key=SELECTED_KEY,
                                                    for i in items if i["session_id"] == sid))
 item = next(i for i in items if i["session_id"] == chosen)
 packet = item["packet"]
+if get_settings().handoff_learn and (packet.get("question") or item["trigger"] == ASKED):
+    # A reply to a question the KB does not cover becomes a proposed KB answer (the "Learned answers" page); the
+    # chain that decides whether the KB covers it is loaded on the first reply that may need it.
+    conversations.learn = lambda session_id, operator, text: ui.learning().propose(session_id, operator, text)
 
 
 def act(action, done: str) -> None:

@@ -9,6 +9,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from chains.handoff_stats import handoff_numbers
+from chains.learning import proposal_counts
 from chains.tiers.base import ROUTES
 from console import data, stats, ui
 from core.settings import get_settings
@@ -18,6 +20,14 @@ settings = get_settings()
 # LLM seconds and cache milliseconds share a chart: a symlog scale (bars still start at 0) with decade ticks.
 LOG_MS: dict[str, Any] = dict(scale=alt.Scale(type="symlog"), axis=alt.Axis(values=[0, 1, 10, 100, 1000, 10000],
                                                                           format=","))
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
 st.title("Overview")
 _open = alerts.open_alerts(ui.db())
 if _open:  # the banner: every open alert, linked to the page that acknowledges it
@@ -119,6 +129,29 @@ suggested[2].metric("Click rate", ui.format_pct(clicks["clicked"] / clicks["foll
 suggested[3].metric("Next message among them", ui.format_pct(clicks["hits"] / clicks["followed"]
                                                               if clicks["followed"] else math.nan),
                     help="the next message, clicked or typed, was answered by one of the suggested answers")
+
+st.subheader("Handoffs to a person")
+people = handoff_numbers(ui.db(), data.since_for(ui.time_range())).summary()
+learned = proposal_counts(ui.db(), data.since_for(ui.time_range()))
+handed = st.columns(5)
+handed[0].metric("Handoffs", f"{people['handoffs']:,}")
+handed[1].metric("Time to pick up (p50)", _seconds(people["pickup_p50_s"]),
+                 help=f"from a handoff until an operator claimed it; p90 {_seconds(people['pickup_p90_s'])} over "
+                      f"{people['pickups']} claims")
+handed[2].metric("First human reply (p50)", _seconds(people["first_reply_p50_s"]),
+                 help=f"from a handoff until the first operator message; p90 {_seconds(people['first_reply_p90_s'])} "
+                      f"over {people['first_replies']} handoffs answered")
+handed[3].metric("Resolved without a person", ui.format_pct(people["resolved_without_person"]
+                                                             if people["resolved_without_person"] is not None
+                                                             else math.nan),
+                 help=f"{people['sessions'] - people['handed_over']:,} of {people['sessions']:,} customer "
+                      "conversations never handed to a person")
+handed[4].metric("KB answers learned", f"{learned['approved']:,} / {learned['made']:,}",
+                 help=f"operators' replies approved / proposed as KB answers; {learned['now_answered']} of the "
+                      "approved questions the small tier now answers")
+if people["by_reason"]:
+    st.dataframe(pd.DataFrame(sorted(people["by_reason"].items(), key=lambda kv: -kv[1]),
+                              columns=["reason", "handoffs"]), hide_index=True)
 
 st.subheader("LLM load and breaker")
 health = data.app_health(settings.host, settings.app_port)
