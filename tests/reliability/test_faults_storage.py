@@ -32,14 +32,14 @@ def _mount(folder: Path, *options: str) -> None:
 
 @pytest.fixture
 def tmpfs_db(tmp_path):
-    """A fresh database on its own 1 MB tmpfs (real read-only and disk-full faults need root, as CI has)."""
+    """A fresh database on its own 8 MB tmpfs (the schema alone is over 1 MB since the catalog and conversation tables; real read-only and disk-full faults need root, as CI has)."""
     from storage import policy_store
     from storage.db import Database
 
     folder = tmp_path / "dbfs"
     folder.mkdir()
     try:
-        _mount(folder, "size=1m", "mode=0777")
+        _mount(folder, "size=8m", "mode=0777")
     except (subprocess.CalledProcessError, FileNotFoundError) as exc:
         pytest.fail(f"cannot mount a tmpfs here; these faults need root, as CI has: {getattr(exc, 'stderr', exc)!r}")
     db = Database(f"sqlite:///{folder / 'tandem.db'}").init()
@@ -70,7 +70,7 @@ def _fault_then_recover(service, start_fault, clear_fault, expect_error: str, du
     assert expect_error in status["last_log_error"].lower(), status["last_log_error"]
     clear_fault()
     _ask(service, QUESTIONS[-1])
-    assert service.status()["log_backlog"] == 0
+    assert service.status()["log_backlog"] == 0, service.status()
     assert session_rows(db) - before == during + 1, ("rows logged != requests sent", _texts(db))
 
 
