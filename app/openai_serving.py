@@ -119,7 +119,7 @@ class OpenAIServing:
                 texts.append(part.text)
             elif part.type == "image_url" and part.image_url is not None:
                 try:
-                    files.append(_data_url_file(part.image_url.url))
+                    files.append(data_url_file(part.image_url.url))
                 except AttachmentError as exc:
                     errors.append(str(exc))
             elif part.type == "input_audio" and part.input_audio is not None:
@@ -265,7 +265,7 @@ def _conversation_id(body: ChatCompletionRequest, owner: str) -> str:
     return "oa-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _data_url_file(url: str) -> str:
+def data_url_file(url: str) -> str:
     if not url.startswith("data:"):
         raise AttachmentError("Only images sent inline as data: URLs are read; Tandem does not fetch web addresses.")
     header, _, payload = url.partition(",")

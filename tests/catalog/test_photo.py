@@ -135,3 +135,15 @@ def test_a_photo_sent_about_the_customers_own_item_is_left_to_the_rest_of_the_ch
                                [str(barcode_photo(FAMILY_KETTLE_GTIN, tmp_path))], "photo-ui-6")
     response = runtime.service.answer(request)
     assert response.route != "catalog"
+
+
+def test_a_barcode_photo_sent_to_api_v1_finds_its_product_and_an_unreadable_image_is_said(shop, settings, tmp_path):
+    runtime, _, _ = shop
+    data = base64.b64encode(barcode_photo(FAMILY_KETTLE_GTIN, tmp_path, seed=21).read_bytes()).decode()
+    with api_client(settings, runtime) as client:
+        body = client.post("/api/v1/chat", json={"message": "", "images": [f"data:image/jpeg;base64,{data}"]}).json()
+        bad = client.post("/api/v1/chat", json={"message": "", "images": ["data:image/png;base64,bm90IGFuIGltYWdl"]})
+    assert body["route"] == "catalog" and [c["id"] for c in body["products"]] == ["K1"]
+    assert f"found by its barcode {FAMILY_KETTLE_GTIN}" in body["answer"]
+    assert bad.status_code == 200 and bad.json()["route"] == "guard" and bad.json()["products"] == []
+    assert "is not an image I can read" in bad.json()["answer"]
