@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := chromium espeak-ng sox postgresql redis-server nginx fonts-no
 SYSTEM_PROBES := command -v chromium && command -v espeak-ng && command -v sox && command -v redis-server \
 	&& command -v nginx && ls /usr/lib/postgresql/*/bin/initdb && fc-list | grep -qi "noto.*cjk"
 
-.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval bench soak doctor docs clean
+.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval eval-photos bench soak doctor docs clean
 
 setup: $(STAMP) $(LLM_STAMP)
 	@if [ "$$($(PY) -c 'from core.settings import get_settings; print(get_settings().llm_model)')" = qwen2.5-1.5b ] \
@@ -96,6 +96,10 @@ console: setup
 eval: setup
 	$(TANDEM) eval
 	$(PY) -m scripts.gen_docs
+
+# The catalog's photo look-up: rendered barcode photos (turned, angled, blurred), the share read back (docs/catalog.md)
+eval-photos: setup
+	$(PY) -m offline.photo_eval --per-product 2
 
 # All sections (about 30 min on 2 AVX2 cores), or some: make bench SECTIONS="routing prefix" (python -m bench.run --list);
 # a section run updates only its own figures in reports/bench.json.

@@ -41,7 +41,7 @@ from app.openai_protocol import (
 from app.serving import OPENAI_REFUSAL_STATUS, refusal_status, stream_async
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided, Revised
+from chains.schema import ChatRequest, ChatResponse, Decided, PhotoRead, Revised
 
 CHANNEL = "openai"
 IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg", "image/webp": ".webp",
@@ -87,9 +87,14 @@ class OpenAIServing:
         last = body.messages[-1]
         text, files, errors = self._parts(last)
         extracted: list[str] = []
+        photos: list[PhotoRead] = []
         for path in files:
             try:
-                extracted.append(self.media.read_attachment(path)[1])
+                _kind, read, photo = self.media.read_file(path)
+                if read:
+                    extracted.append(read)
+                if photo is not None:
+                    photos.append(photo)
             except AttachmentError as exc:
                 errors.append(str(exc))
             finally:
@@ -101,7 +106,7 @@ class OpenAIServing:
         return ChatRequest(message=text, session_id=_conversation_id(body, self.caller.customer or self.caller.client),
                            user_id=body.user or "", customer=self.caller.customer, client=self.caller.client,
                            channel=CHANNEL, modality="+".join(kinds) or "text", extracted=extracted,
-                           attachment_errors=errors, mode=MODES[body.model], history=history,
+                           attachment_errors=errors, photos=photos, mode=MODES[body.model], history=history,
                            max_tokens=body.max_completion_tokens or body.max_tokens, temperature=body.temperature,
                            suggestion=body.suggestion)
 
@@ -114,7 +119,7 @@ class OpenAIServing:
                 texts.append(part.text)
             elif part.type == "image_url" and part.image_url is not None:
                 try:
-                    files.append(_data_url_file(part.image_url.url))
+                    files.append(data_url_file(part.image_url.url))
                 except AttachmentError as exc:
                     errors.append(str(exc))
             elif part.type == "input_audio" and part.input_audio is not None:
@@ -260,7 +265,7 @@ def _conversation_id(body: ChatCompletionRequest, owner: str) -> str:
     return "oa-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _data_url_file(url: str) -> str:
+def data_url_file(url: str) -> str:
     if not url.startswith("data:"):
         raise AttachmentError("Only images sent inline as data: URLs are read; Tandem does not fetch web addresses.")
     header, _, payload = url.partition(",")

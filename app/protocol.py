@@ -30,6 +30,9 @@ class ChatIn(BaseModel):
     suggestion: StrictStr = Field("", max_length=200, description="A suggested reply the customer clicked: one of the "
                                   "last answer's `suggestions`' `answer_id`, answered from that help-center answer at "
                                   "once. Send its `title` as `message`, in the same session.")
+    images: list[StrictStr] = Field(default_factory=list, max_length=4, description="Photos or screenshots as base64 "
+                                    "data URLs (`data:image/jpeg;base64,...`): their text is read (OCR), and a product "
+                                    "photo's barcode or label finds the product in the catalog.")
 
 
 class ChatOut(AnswerBadge):

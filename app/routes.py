@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -18,6 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_l
 from starlette.concurrency import run_in_threadpool
 
 from app.access import Caller, Gate
+from app.media import AttachmentError, MediaReader
+from app.openai_serving import data_url_file
 from app.protocol import ERROR_RESPONSES, ChatIn, ChatOut, ErrorOut, FeedbackIn, FeedbackOut, KbAnswersIn, KbAnswersOut
 from app.serving import REFUSAL_STATUS, available_runtime, over_limit, refusal_status, stream_async
 from chains.metrics import get_or_create
@@ -74,7 +77,8 @@ def admitted(runtime: Runtime, caller: Caller, request: ChatRequest, endpoint: s
 
 
 @router.post("/api/v1/chat", response_model=ChatOut, responses=ERROR_RESPONSES, response_model_exclude_none=True)
-async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runtime = Depends(runtime_of)) -> Any:
+async def chat(body: ChatIn, runtime_request: Request, caller: Caller = Depends(caller_of),
+               runtime: Runtime = Depends(runtime_of)) -> Any:
     """Answer one customer message. With `"stream": true` the answer comes as server-sent events:
     `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`. A `{"replace": "..."}`
     event replaces everything shown so far: a verified rewrite of the knowledge-base draft shown first, or what is
@@ -83,6 +87,8 @@ async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runti
                           customer=caller.customer, client=caller.client, channel="api", modality="text",
                           suggestion=body.suggestion)
     await run_in_threadpool(admitted, runtime, caller, request, "chat")
+    if body.images:  # read after the rate limits, off the event loop
+        request = await run_in_threadpool(with_images, request_media(runtime_request), request, body.images)
     if body.stream:
         return StreamingResponse(_events(runtime, request, caller.operator), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
@@ -92,6 +98,35 @@ async def chat(body: ChatIn, caller: Caller = Depends(caller_of), runtime: Runti
                        session_id=response.session_id)
     API_RESPONSES.labels(endpoint="chat", status="200").inc()
     return ChatOut.of(response, caller.operator)
+
+
+def request_media(request: Request) -> MediaReader:
+    return request.app.state.media
+
+
+def with_images(media: MediaReader, request: ChatRequest, urls: list[str]) -> ChatRequest:
+    """The request with its images read: their OCR text as ``extracted``, their barcodes and text as ``photos``, and
+    a customer-facing line for each image that could not be read. The files are deleted once read."""
+    extracted, photos, errors = [], [], []
+    for url in urls:
+        try:
+            path = data_url_file(url)
+        except AttachmentError as exc:
+            errors.append(str(exc))
+            continue
+        try:
+            _kind, text, photo = media.read_file(path)
+            if text:
+                extracted.append(text)
+            if photo is not None:
+                photos.append(photo)
+        except AttachmentError as exc:
+            errors.append(str(exc))
+        finally:
+            Path(path).unlink(missing_ok=True)
+    modality = "+".join((["text"] if request.message.strip() else []) + ["image"])
+    return request.model_copy(update={"extracted": extracted, "photos": photos, "attachment_errors": errors,
+                                      "modality": modality})
 
 
 async def _events(runtime: Runtime, request: ChatRequest, operator: bool) -> AsyncIterator[str]:

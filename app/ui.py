@@ -128,7 +128,7 @@ def build_request(reader: media.MediaReader, text: str, files: list[str], sessio
     request = ChatRequest(message=text, session_id=session_id, user_id=customer, customer=customer, client=client,
                           channel=channel,
                           modality=extraction.modality(text), extracted=extraction.texts,
-                          attachment_errors=extraction.errors)
+                          attachment_errors=extraction.errors, photos=extraction.photos)
     return request, extraction
 
 

@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.answers import Card
+from catalog.attributes import content_words
 from catalog.constraints import Filters
-from catalog.search import ProductSearch, card
+from catalog.search import ProductSearch, base_title, card
 from catalog.store import CatalogProduct
+from core.text import language_of
 
-KINDS = ("search", "fact", "compare", "stock")
+KINDS = ("search", "fact", "compare", "stock", "photo")
 
 _ADVICE = re.compile(r"\b(?:best|better|recommend\w*|suggest\w*|should i|gifts?|presents?|good for|suitable|ideal|"
                      r"worth|advice|opinion|prefer)\b|推荐|哪个好|哪款好|哪个更|适合|送礼|礼物|值得|建议", re.I)
@@ -103,6 +105,20 @@ def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent
             filters.active() or filters.order or filters.count or _SHOPPING.search(text) or len(_WORDS.findall(text)) <= 6):
         return Intent("search", filters)
     return None
+
+
+UNMET = "unmet"  # an Intent kind for the search log only: a shopping message for something the catalog lacks
+
+
+def unmet(search: ProductSearch, message: str) -> Intent | None:
+    """A shopping message the catalog has nothing of the kind for ("do you sell bicycles?", "find me a blue coat"):
+    not answered here (the rest of the chain answers it as before), only logged as a null search, the demand the
+    shop's catalog does not meet. None for anything else."""
+    text = " ".join(message.split())
+    if not text or _ADVICE.search(text) or _NOT_PRODUCT.search(text) or not _SHOPPING.search(text):
+        return None
+    filters = search.parse(text)
+    return Intent(UNMET, filters) if search.not_carried(text, filters) else None
 
 
 def _is_question(text: str) -> bool:
@@ -187,3 +203,65 @@ def _card_list(cards: list[Card], zh: bool) -> str:
         stock = AVAILABILITY.get(c.availability, (c.availability, c.availability))[1 if zh else 0]
         lines.append(f"{i}. **{title}** — {price} · {stock}")
     return "\n".join(lines)
+
+
+# "What is this?", "which model is this", "do you sell this one?": the customer asks about the product in the photo
+_WHAT_IS = re.compile(r"\b(?:what|which)\b.{0,30}\b(?:this|that|it)\b|\bidentify\b|\bthis (?:one|product|item|model)\b|"
+                      r"\b(?:have|sell|carry|find) (?:this|it)\b|这是什么|什么型号|哪款|这个|这款|有卖", re.I)
+
+
+def photo(search: ProductSearch, typed: str, codes: list[str], label: str) -> Reply | None:
+    """A photo of a product: the product its barcode's GTIN names (the first code that is a product's), else the one
+    its label's text (OCR) names. With the product found, a field asked in the typed text ("how many litres is
+    this?") is answered as a fact, stock or a variant as stock, anything else with its card. When nothing is found
+    the reply says so, when the photo was one of a product (a barcode was read, or the customer asks what it is);
+    otherwise None (a screenshot of something else: the rest of the chain reads its text). Not for a message about
+    the customer's own item or an order ("my kettle broke", with its photo): None."""
+    zh = language_of(typed or label) == "zh"
+    if _NOT_PRODUCT.search(typed) or _ADVICE.search(typed):
+        return None
+    found: CatalogProduct | None = None
+    via = ""
+    for code in codes:
+        products = search.catalog.by_gtin(code)
+        if products:
+            found, via = products[0], f"barcode {code}"
+            break
+    if found is None and label.strip() and not _NOT_PRODUCT.search(label):
+        named = search.named(label)
+        if named:  # the one whose whole title (its kind too: "Merino Wool Sweater", not the Merino Wool Throw) is read
+            words = content_words(label)
+            found = max(named, key=lambda p: len(content_words(base_title(p)) & words))
+            via = "label"
+    if found is None:
+        if not codes and not _WHAT_IS.search(typed):
+            return None
+        if codes:
+            text = (f"我读到了条形码 {', '.join(codes)}，但我们的商品目录中没有这个条码的商品，所以无法告诉您这是哪款商品。"
+                    "请输入商品名称，或联系人工客服。" if zh else
+                    f"I read the barcode {', '.join(codes)}, but no product in our catalog has it, so I can't tell you "
+                    "what this is. Please type the product's name, or ask for a person.")
+        else:
+            text = ("我在照片中没有读到条形码，标签上的文字也没有对应我们目录中的商品。"
+                    "请输入商品名称，或拍一张条形码的照片。" if zh else
+                    "I couldn't find this product in our catalog: I read no barcode in the photo, and the label's text "
+                    "names none of our products. Please type its name, or send a photo of its barcode.")
+        return Reply("photo", text, detail={"codes": codes, "via": "", "products": []})
+    typed_text = " ".join(typed.split())
+    if typed_text:
+        filters = search.parse(typed_text)
+        asked = search.asked_field(typed_text)
+        kind = ("stock" if _STOCK.search(typed_text) or filters.color or filters.size
+                else "fact" if asked and asked != "availability" else "")
+        if kind:
+            answer = reply(search, typed_text, Intent(kind, filters, found.id))
+            if answer is not None:
+                answer.detail.update(codes=codes, via=via, photo=found.id)
+                return answer
+    name = found.title_zh if zh and found.title_zh else found.title
+    how = (f"条形码 {via.split()[-1]}" if via.startswith("barcode") else "标签上的文字") if zh else \
+        (f"its {via}" if via.startswith("barcode") else "the label's text")
+    head = f"照片中的商品是 **{name}**（根据{how}找到）。" if zh else f"This is **{name}** (found by {how})."
+    item = _of(found, zh)
+    return Reply("photo", head + "\n\n" + _card_list([item], zh), [_card(item)],
+                 detail={"codes": codes, "via": via, "products": [found.id]})

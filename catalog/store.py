@@ -24,6 +24,7 @@ import numpy as np
 from sqlalchemy import JSON, Column, delete
 from sqlmodel import Field, Session, SQLModel, select
 
+from catalog import log
 from catalog.feed import BadRow, ProductRecord, read_feed
 from core.encoders import Encoder
 from knowledge import store as chroma
@@ -107,7 +108,8 @@ class CatalogState(SQLModel, table=True):
     value: str
 
 
-TABLES = [CatalogProduct.__table__, CatalogAttribute.__table__, CatalogState.__table__]  # type: ignore[attr-defined]
+TABLES = [CatalogProduct.__table__, CatalogAttribute.__table__, CatalogState.__table__,  # type: ignore[attr-defined]
+          *log.TABLES]
 
 
 @dataclass
@@ -231,8 +233,23 @@ class Catalog:
                 session.merge(CatalogState(key="version", value=str(version)))
             session.commit()
             report.version = version
+        log.record_import(self.db, str(path), report.as_dict(), replace=replace)
         self._reload()
         return report
+
+    def log_search(self, query: str, kind: str, filters: str = "", top_ids: list[str] | None = None,
+                   relaxed: str = "", session_id: str = "") -> None:
+        """One search the chat made, for the console's search log and null-search report (:mod:`catalog.log`)."""
+        log.log_search(self.db, query, kind, filters, top_ids, relaxed, session_id)
+
+    def by_gtin(self, code: str) -> list[CatalogProduct]:
+        """The products whose GTIN is ``code``, read as GTIN-8/12/13/14: a UPC-A and its EAN-13 with a leading 0
+        (and a GTIN-14 with leading zeros) are the same number."""
+        digits = code.strip()
+        if not digits.isdigit():
+            return []
+        key = digits.lstrip("0")
+        return [p for p in self.products.values() if p.gtin and p.gtin.lstrip("0") == key]
 
     def _embed(self, rows: list[CatalogProduct]) -> None:
         step = min(256, chroma.batch_size(self._client))

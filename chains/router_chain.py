@@ -126,6 +126,8 @@ class RouterChain:
         with timed(turn, "guard"):
             typed = request.message or ""
             combined = "\n".join(part for part in [typed.strip(), *request.extracted] if part and part.strip())
+            if not combined and (codes := [c for photo in request.photos for c in photo.codes]):
+                combined = " ".join(f"barcode {code}" for code in codes)  # a photo of a barcode and nothing else
             result = check_input(combined if combined.strip() else typed, self.max_chars)
         if request.attachment_errors and not result.text:
             turn.note("guard", "refused", reason="attachments unreadable", errors=request.attachment_errors)

@@ -33,6 +33,14 @@ PREPARE_CHANNEL = "prepare"
 MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Settings.llm_max_tokens is the default)
 
 
+class PhotoRead(BaseModel):
+    """What one attached photo yielded for a product look-up: the barcodes decoded from it (EAN/UPC digits) and its
+    OCR text (a label's), either possibly empty."""
+
+    codes: list[str] = Field(default_factory=list)
+    text: str = ""
+
+
 class ChatRequest(BaseModel):
     message: str
     session_id: str = ""
@@ -47,6 +55,9 @@ class ChatRequest(BaseModel):
     modality: str = "text"                    # text, or e.g. "text+image", "audio"
     extracted: list[str] = Field(default_factory=list)  # text read from attachments (OCR, speech), shown to users
     attachment_errors: list[str] = Field(default_factory=list)  # clear messages for files we could not read
+    # The photos among the attachments, their barcodes and label text: the catalog step looks the product up by its
+    # GTIN first, then by the label (chains/tiers/catalog.py)
+    photos: list[PhotoRead] = Field(default_factory=list)
     mode: Mode = "routed"
     # Earlier turns as [{"role", "content"}]; None means the session's stored history (the chat UI, /api/v1).
     history: list[dict[str, str]] | None = None

@@ -116,6 +116,7 @@ PAGES = [
     st.Page("views/what_if.py", title="What-if replay", icon=":material/science:"),
     st.Page("views/knowledge_base.py", title="Knowledge base", icon=":material/menu_book:"),
     st.Page("views/router_training.py", title="Router", icon=":material/alt_route:"),
+    st.Page("views/catalog.py", title="Catalog", icon=":material/inventory_2:"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
     st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),

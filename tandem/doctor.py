@@ -14,7 +14,7 @@ from core.errors import TandemError
 from core.settings import ensure_home, get_settings
 
 PACKAGES = ("torch", "transformers", "sentence-transformers", "chromadb", "langchain-core", "langchain-openai",
-            "sqlmodel", "gradio", "streamlit", "faster-whisper", "rapidocr-onnxruntime")
+            "sqlmodel", "gradio", "streamlit", "faster-whisper", "rapidocr-onnxruntime", "zxing-cpp")
 
 
 def _check(label: str, func) -> bool:

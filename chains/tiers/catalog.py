@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from catalog.reply import Reply, intent, reply
+from catalog.reply import UNMET, Reply, intent, photo, reply, unmet
 from chains.schema import Revised
 from chains.tiers.base import CATALOG_ROUTE, Tier, register
 from chains.turn import Turn, timed
+from core.pii import mask
 
 
 @register
@@ -28,31 +29,59 @@ class CatalogTier(Tier):
     ruled_only = True  # a claimed message needs no retrieval, score or threshold
 
     def claim(self, turn: Turn) -> bool:
-        """Whether the catalog answers this turn; if so its reply is kept on the turn and the plan set."""
+        """Whether the catalog answers this turn; if so its reply is kept on the turn and the plan set. Every product
+        message it takes up is logged (catalog.log: the console's search log and null-search report), found or not."""
         source = self.parts.catalog
         request = turn.request
         if source is None or turn.done or request.mode != "routed" or request.names_answer:
             return False
+        found = None
+        answer: Reply | None = None
         with timed(turn, "catalog"):
             try:
                 search = source.current()
                 if search is None:  # no catalog ingested: nothing changes
                     return False
-                last_answer = next((t["content"] for t in reversed(turn.history) if t.get("role") == "assistant"), "")
-                found = intent(search, turn.text, last_answer)
-                answer: Reply | None = reply(search, turn.text, found) if found is not None else None
+                if request.photos:  # a product photo: its barcode's GTIN first, then its label's text
+                    answer = photo(search, request.message or "", [c for p in request.photos for c in p.codes],
+                                   "\n".join(p.text for p in request.photos if p.text))
+                if answer is None:
+                    last_answer = next((t["content"] for t in reversed(turn.history) if t.get("role") == "assistant"),
+                                       "")
+                    found = intent(search, turn.text, last_answer)
+                    answer = reply(search, turn.text, found) if found is not None else None
+                    if found is None and (wanted := unmet(search, turn.text)) is not None:
+                        found = wanted  # logged as a null search ("do you sell bicycles?"); the chain answers it
             except Exception as exc:  # a broken catalog must not break every other answer: the chain goes on without it
                 turn.note("catalog", "unavailable", error=f"{exc.__class__.__name__}: {exc}"[:300])
                 return False
-        if found is None:
-            return False
+            if answer is not None or found is not None:
+                self._log(turn, search, answer, found)
         if answer is None:
-            turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
+            if found is not None and found.kind != UNMET:
+                turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
             return False
         turn.catalog, turn.plan = answer, CATALOG_ROUTE
         turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.version, **answer.detail)
         turn.reasons.append(f"catalog: a product {answer.kind} message")
         return True
+
+    @staticmethod
+    def _log(turn: Turn, search, answer: Reply | None, found) -> None:
+        """One row of the catalog's search log; a failure to write it costs the row, never the answer."""
+        request = turn.request
+        query = mask(turn.text) or " ".join(f"barcode {c}" for p in request.photos for c in p.codes)
+        kind = answer.kind if answer is not None else "search" if found.kind == UNMET else found.kind
+        chips = answer.filters if answer is not None else found.filters.chips()
+        filters = " · ".join(str(c.get("label", "")) for c in chips if c.get("label"))
+        if answer is not None and answer.kind == "photo":
+            filters = str(answer.detail.get("via") or "photo")
+        relaxed = ", ".join(answer.detail.get("relaxed") or []) if answer is not None else ""
+        try:
+            search.catalog.log_search(query, kind, filters, [c["id"] for c in answer.products] if answer else [],
+                                      relaxed, request.session_id)
+        except Exception as exc:
+            turn.note("catalog", "search log not written", error=f"{exc.__class__.__name__}: {exc}"[:300])
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         answer: Reply = turn.catalog

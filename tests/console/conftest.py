@@ -13,8 +13,8 @@ from tests.llm_server import live
 APP = Path(__file__).resolve().parents[2] / "console" / "app.py"
 PAGES = ["views/overview.py", "views/request_log.py", "views/recurring.py", "views/prepared.py",
          "views/tuning.py", "views/what_if.py",
-         "views/knowledge_base.py", "views/router_training.py", "views/alerts.py", "views/autopilot.py",
-         "views/inbox.py", "views/proposals.py"]
+         "views/knowledge_base.py", "views/router_training.py", "views/catalog.py", "views/alerts.py",
+         "views/autopilot.py", "views/inbox.py", "views/proposals.py"]
 
 
 @pytest.fixture(scope="session")
