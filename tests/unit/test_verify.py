@@ -304,3 +304,19 @@ def test_a_named_price_colour_or_size_must_be_spoken_to_or_refused():
     assert "a size" in unanswered_slot("is the linen shirt available in size XL?", "The linen shirt is machine washable.")
     assert unanswered_slot("is the linen shirt available in size XL?", "The linen shirt comes in sizes S to XXL.") == ""
     assert unanswered_slot("I want a blue one under $50", "Students get 10% off.") == ""  # no question asked
+
+
+def test_served_answers_that_do_not_answer_are_counted_by_the_labels():
+    """make eval's figure over the labelled demo answers: the served LLM text labelled "no" is counted (the hospital
+    sweater, not the cancel steps), an answer whose text changed since labelling is unlabelled, and the offer of a
+    person is no answer to label."""
+    from offline.answer_eval import ANSWER_LABELS, answer_labels
+    from offline.answer_report import not_answering
+
+    labelled = list(csv.DictReader(ANSWER_LABELS.open(encoding="utf-8")))
+    records = [{"query_id": r["query_id"], "served": r["served"], "answer": r["answer"]} for r in labelled]
+    offer = {"query_id": "demo-0250", "served": "human_offer", "answer": "A colleague can take over."}
+    figure = not_answering([*records, offer], answer_labels())
+    assert figure["llm_text"] == {"rate": 0.5, "count": 1, "of": 2}
+    assert figure["served"] == {"rate": round(24 / 113, 4), "count": 24, "of": 113} and figure["unlabelled"] == 0
+    assert not_answering([dict(records[0], answer="something else")], answer_labels())["unlabelled"] == 1
