@@ -57,7 +57,7 @@ def off_topic(message: str, answer: str, similarity: float | None, encoder: str)
 
 def misses_the_question(message: str, answer: str, similarity: float | None, encoder: str) -> Defect | None:
     """Whether ``answer`` does not answer ``message``: it is off topic (:func:`off_topic`), or the message names a
-    price, a colour or a size that the answer says nothing to (chains.verify.unanswered_slot). Used for a rejected
+    price or a size that the answer says nothing to (chains.verify.unanswered_slot). Used for a rejected
     rewrite's draft: when neither answers the question, both are replaced (chains/tiers/llm.py)."""
     if slot := unanswered_slot(message, answer):
         return Defect("unanswered", slot)

@@ -64,7 +64,7 @@ def report(kb, refs: dict[str, str], sets) -> None:  # noqa: ANN001 - a script
             other = ((table[:, 2] < floor) & (table[:, 3] == 0)).mean()
             print(f"  floor {floor:.2f}: right answers flagged {right:.3f}, other answers caught {other:.3f}")
         slot_right, slot_other = int(table[:, 4].sum()), int(table[:, 5].sum())
-        print(f"  slot check (a price, colour or size named and not spoken to): right answers flagged {slot_right}, "
+        print(f"  slot check (a price or size named and not spoken to): right answers flagged {slot_right}, "
               f"other answers caught {slot_other}")
 
 
