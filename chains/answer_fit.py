@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chains.verify import _TOKEN, Defect, _content_words, _stem, without_citations
+from chains.verify import _TOKEN, Defect, _content_words, _stem, unanswered_slot, without_citations
 
 # An LLM answer that is one help-center answer copied whole is that answer served as a draft. The router sent the
 # message to the LLM because no help-center answer fits it, so a copy goes against that judgement with nothing new:
@@ -53,3 +53,12 @@ def off_topic(message: str, answer: str, similarity: float | None, encoder: str)
     if {_stem(w) for w in _content_words(message)} & {_stem(w) for w in _content_words(without_citations(answer))}:
         return None
     return Defect("off_topic", f"similarity {similarity:.2f} to the message, no word of it in common")
+
+
+def misses_the_question(message: str, answer: str, similarity: float | None, encoder: str) -> Defect | None:
+    """Whether ``answer`` does not answer ``message``: it is off topic (:func:`off_topic`), or the message names a
+    price or a size that the answer says nothing to (chains.verify.unanswered_slot). Used for a rejected
+    rewrite's draft: when neither answers the question, both are replaced (chains/tiers/llm.py)."""
+    if slot := unanswered_slot(message, answer):
+        return Defect("unanswered", slot)
+    return off_topic(message, answer, similarity, encoder)

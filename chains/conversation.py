@@ -376,6 +376,23 @@ class Conversations:
             except IntegrityError:  # another request made it first: the same row
                 session.rollback()
 
+    def suggest(self, session_id: str, key: str, suggestion: dict[str, Any]) -> bool:
+        """Add a suggestion made after the handoff (the LLM's text, written in the background while the customer
+        already read the offer of a person) to the packet of a conversation still waiting or held, masked like the
+        rest, unsent; it becomes the packet's ``suggestion`` when there was none. Whether it was stored."""
+        with self.db.session() as session:
+            row = session.get(ConversationState, session_id)
+            if row is None or row.status not in (WAITING, HUMAN):
+                return False
+            packet = dict(row.packet or {})
+            packet[key] = _scrubbed({**suggestion, "unsent": True}, self.scrub)
+            if not packet.get("suggestion"):
+                packet["suggestion"] = packet[key].get("text", "")
+            row.packet = packet
+            session.add(row)
+            session.commit()
+        return True
+
     # --- the inbox --------------------------------------------------------------------------------------
     def inbox(self) -> list[dict[str, Any]]:
         """The queue as operators see it: waiting and held conversations, oldest wait first, each with why the bot

@@ -42,11 +42,12 @@ from chains.conversation import (
 )
 from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
-from chains.router_chain import PREPARED_ORIGIN, RouterChain
+from chains.router_chain import PREPARED_ORIGIN, REPLACED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
 from chains.schema import HANDOFF_ROUTE, HUMAN_ROUTE, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
+from chains.verify import defects
 from core.pii import mask
 from core.policy import Thresholds
 from storage import prepared_store
@@ -418,11 +419,44 @@ class TandemService:
         if state.status != WAITING:
             return None
         turn.handoff = True  # the console's handoff list gets its ticket too (_log)
+        if changed and turn.cache_hit and turn.cache_origin == REPLACED_ORIGIN:
+            self._suggest_in_background(turn)
         if (turn.served in ("human_offer", "draft_with_caveat") and trigger in (ANSWER_CHECK, VIP)) or trigger == REPEAT:
             turn.answer = answers.notices_for(self.chain.brand)[turn.language].handoff
             turn.reasons.append(f"handoff: {trigger}: a colleague replies instead of the offer")
             return Revised(text=turn.answer)
         return None
+
+    def _suggest_in_background(self, turn: Turn) -> threading.Thread | None:
+        """Waiting costs no time (issue 57): the remembered replacement told the customer at once that a person will
+        answer (the LLM's answer to this question failed its checks before); the LLM's text is still written, in the
+        background, as an unsent suggestion for the operator (the packet's ``background``, with what the answer
+        check finds in it)."""
+        llm, conversations = self.chain.llm, self.conversations
+        if llm is None or conversations is None:
+            return None
+        session_id, text, language = turn.request.session_id, turn.text, turn.language
+
+        def write() -> None:
+            try:
+                hits = list(self.chain.kb.search(text, k=self.chain.top_k))
+                started, result = time.perf_counter(), None
+                for item in llm.stream(answers.llm_messages(text, hits, [], None, brand=self.chain.brand)):
+                    if not isinstance(item, str):
+                        result = item
+                if result is None:
+                    return
+                found = defects(result.text, message=text, context=[h.answer for h in hits])
+                conversations.suggest(session_id, "background", {
+                    "text": result.text.strip(), "model": result.model, "language": language,
+                    "seconds": round(time.perf_counter() - started, 2),
+                    "findings": [{"kind": d.kind, "detail": d.detail[:160]} for d in found]})
+            except Exception as exc:  # a suggestion is a help, not a duty: the handoff stands without one
+                self.last_log_error = f"background suggestion: {exc}"
+
+        thread = threading.Thread(target=write, name=f"suggest-{session_id[:8]}", daemon=True)
+        thread.start()
+        return thread
 
     def _handoff_view(self, turn: Turn) -> dict[str, Any] | None:
         if (self.conversations is None or turn.request.channel not in CUSTOMER_CHANNELS

@@ -155,6 +155,8 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
         found.append(Defect("unanswered", "asked what it costs; the answer names no amount and nothing free"))
     elif _courtesy_only(text, message):
         found.append(Defect("unanswered", "a question answered with courtesy words only"))
+    elif slot := unanswered_slot(message, text):
+        found.append(Defect("unanswered", slot))
     if repeats := _dedupe(text)[1]:
         found.append(Defect("repeated", repeats[0][:80]))
     if finish_reason == "length" or _CUT_OFF.search(without_citations(text)):
@@ -183,6 +185,47 @@ _COST_ANSWER = re.compile(r"\d|\bfree\b|\bno (?:extra )?(?:fee|charge|cost)|\bno
 
 def _asks_cost(message: str) -> bool:
     return bool(_COST_QUESTION.search(message))
+
+
+# What the question names, the answer must speak to (issue 57: "do you have a blue throw blanket under $50?" got a
+# rewrite of the student-discount answer, "Yes, students get 10% off…"). A slot is a price (a sum of money) or a size
+# the message names; the answer speaks to it when it names a value of the same kind, the slot's own word,
+# or says no ("We don't sell throw blankets." answers the blanket question whatever its price).
+_MONEY = re.compile(r"[$€£¥]\s?\d[\d.,]*|\d[\d.,]*\s?(?:(?:dollars?|bucks|euros?|pounds?|usd|eur|gbp|rmb)\b|元|块)",
+                    re.IGNORECASE)
+_PRICE_WORDS = re.compile(r"\b(?:price[sd]?|pricing|costs?|priced|cheap\w*|budget|free|fees?)\b|价格|价钱|免费|元",
+                          re.IGNORECASE)
+_SIZE_ASKED = re.compile(r"\bsize\s+(?:x{0,3}[sl]|m|\d+(?:\.\d)?|small|medium|large)\b|"
+                         r"\bin (?:an? )?(?:XXS|XS|S|M|L|XL|XXL|XXXL)\b|\b\d+\s?(?:cm|mm|inch(?:es)?|in\.)|尺码|码数",
+                         re.IGNORECASE)
+_SIZE_ANSWER = re.compile(r"\bsizes?\b|\b(?:XXS|XS|XL|XXL|XXXL)\b|\b\d+\s?(?:cm|mm|inch(?:es)?)|\bfit\b|尺码|码数",
+                          re.IGNORECASE)
+_SAYS_NO = re.compile(r"\b(?:no|not|none|never|unfortunately|sorry)\b|n't\b|没有|不|暂无|抱歉", re.IGNORECASE)
+# A colour is no slot: on the development messages it flagged two right answers, where the colour was only how the
+# customer named the item ("the dutch oven in red shows as unavailable", "下单时颜色选错了").
+# A price is asked when a sum is a limit ("under $50", "$30 or less", "200元以内"), not when it only names what was paid
+# ("has my $45 refund been processed?" flagged a right answer of the Bitext development set).
+_PRICE_ASKED = re.compile(r"\b(?:under|below|less than|cheaper than|at most|up to|no more than|max(?:imum)?|around|"
+                          r"about|within|budget(?: of)?)\s+(?:an? )?(?:[$€£¥]\s?\d[\d.,]*|\d[\d.,]*\s?(?:dollars?|"
+                          r"euros?|pounds?|usd|eur|gbp)\b)|[$€£¥]\s?\d[\d.,]*\s*(?:or (?:less|under|below)|max)\b|"
+                          r"\d+\s*(?:元|块)(?:钱)?以(?:内|下)", re.IGNORECASE)
+SLOTS = (("a price", _PRICE_ASKED, lambda a: bool(_MONEY.search(a) or _PRICE_WORDS.search(a))),
+         ("a size", _SIZE_ASKED, lambda a: bool(_SIZE_ANSWER.search(a))))
+
+
+def unanswered_slot(message: str, answer: str) -> str:
+    """What the question names (a price, a size) that the answer says nothing to, or "". An answer whose
+    first sentence says no speaks to all of them."""
+    if not _QUESTION.search(message):
+        return ""
+    body = without_citations(answer)
+    if _SAYS_NO.search(_STATEMENTS.split(body.strip())[0]):  # a no, said first
+        return ""
+    for label, asked, speaks_to in SLOTS:
+        if asked.search(message) and not speaks_to(body):
+            named = asked.search(message)
+            return f"the question names {label} ({named.group(0) if named else ''}); the answer says nothing of it"
+    return ""
 
 
 _QUESTION = re.compile(r"[?？]|吗|呢|^\s*(?:how|what|where|when|why|which|who|can|could|do|does|is|are)\b",

@@ -41,10 +41,11 @@ from core.settings import Settings, get_settings
 from knowledge.base import KnowledgeBase
 from knowledge.demo_kb import DEMO_DIR
 from offline import datasets as ds
-from offline.answer_report import Outcome, score, set_report, summary
+from offline.answer_report import Outcome, not_answering, score, set_report, summary
 from offline.route_batch import batch_chain
 
 DEMO_SHOP = ds.EVAL_DIR / "demo_shop.csv"
+ANSWER_LABELS = ds.EVAL_DIR / "answers_the_question.csv"  # a person's labels: does the served answer answer it?
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,8 @@ def run_answer_eval(sets: Sequence[str] = DEFAULT_SETS, limit: int | None = None
                 records = run_set(chain, eval_set, messages, references(eval_set.kb), log)
                 report["sets"][eval_set.name] = {"label": eval_set.label, "kb": KB_LABELS[eval_set.kb],
                                                  **set_report(records)}
+                if eval_set.name == "demo" and ANSWER_LABELS.is_file():
+                    report["sets"]["demo"]["not_answering"] = not_answering(records, answer_labels())
                 all_records += records
         finally:
             llm.close()
@@ -244,6 +247,12 @@ def run_answer_eval(sets: Sequence[str] = DEFAULT_SETS, limit: int | None = None
     if records_path is not None:
         write_records(all_records, records_path)
     return report
+
+
+def answer_labels() -> dict[tuple[str, str], str]:
+    """(query id, served answer) -> "yes" or "no": whether it answers the question, by a person (ANSWER_LABELS)."""
+    with ANSWER_LABELS.open(newline="", encoding="utf-8") as handle:
+        return {(r["query_id"], r["answer"]): r["answers_the_question"] for r in csv.DictReader(handle)}
 
 
 def _client(settings: Settings, url: str) -> LLM:

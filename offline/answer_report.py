@@ -255,3 +255,15 @@ def markdown(report: dict[str, Any]) -> str:
               "Out-of-scope messages answered with a KB draft: "
               + "; ".join(f"{s['label']} {_pct(s['out_of_scope_served_a_draft'])}" for s in sets.values()) + "."]
     return "\n".join(lines)
+
+
+def not_answering(records: Iterable[dict[str, Any]], labels: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """Served answers that do not answer the question, by a person's labels (knowledge/eval/answers_the_question.csv,
+    keyed by query id and answer text): those labelled "no" among all served answers and among served LLM text (what
+    the answer check governs), and how many served answers carry no label (their text changed since labelling)."""
+    served = [r for r in records if r["served"] not in ("human_offer", "handoff") and r["answer"].strip()]
+    label = [labels.get((r["query_id"], r["answer"])) for r in served]
+    llm = [lab for r, lab in zip(served, label, strict=True) if r["served"] in LLM_TEXT]
+    return {"served": share(label.count("no"), len(served) - label.count(None)),
+            "llm_text": share(llm.count("no"), len(llm) - llm.count(None)),
+            "unlabelled": label.count(None), "target": "0"}

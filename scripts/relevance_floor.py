@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chains.verify import _content_words, _stem
+from chains.verify import _content_words, _stem, unanswered_slot
 from offline import datasets as ds
 from offline.answer_eval import EVAL_SETS, build_kb, read_messages, references
 
@@ -32,10 +32,10 @@ def main() -> None:
                    if r["split"] in ("train", "valid") and r.get("in_scope") == "True"]
     bitext = [(q.text, q.answer_id) for q in ds.bitext_dev() if not q.needs_llm]
     demo = build_kb("demo", work, lambda line: None)
-    report(demo, references("demo"), [("English, demo dev", english, (0.1, 0.15, 0.2, 0.25)),
+    report(demo, references("demo"), [("English, demo dev", english, (0.1, 0.15, 0.2, 0.25, 0.3)),
                                       ("Chinese, train+valid", chinese, (0.8, 0.82, 0.84, 0.86))])
     report(build_kb("bitext", work, lambda line: None), references("bitext"),
-           [("English, Bitext dev", bitext, (0.1, 0.15, 0.2, 0.25))])
+           [("English, Bitext dev", bitext, (0.1, 0.15, 0.2, 0.25, 0.3))])
 
 
 def report(kb, refs: dict[str, str], sets) -> None:  # noqa: ANN001 - a script
@@ -55,13 +55,17 @@ def report(kb, refs: dict[str, str], sets) -> None:  # noqa: ANN001 - a script
             others = [i for i in refs if i != expected and i.startswith("zh_") == expected.startswith("zh_")]
             other = rng.choice(others)
             rows.append((similarity(text, refs[expected]), shares_a_word(text, refs[expected]),
-                         similarity(text, refs[other]), shares_a_word(text, refs[other])))
+                         similarity(text, refs[other]), shares_a_word(text, refs[other]),
+                         bool(unanswered_slot(text, refs[expected])), bool(unanswered_slot(text, refs[other]))))
         table = np.array(rows, dtype=float)
         print(f"{label}: {len(rows)} messages (encoder {kb.encoder_for(pairs[0][0]).name})")
         for floor in floors:
             right = ((table[:, 0] < floor) & (table[:, 1] == 0)).mean()
             other = ((table[:, 2] < floor) & (table[:, 3] == 0)).mean()
             print(f"  floor {floor:.2f}: right answers flagged {right:.3f}, other answers caught {other:.3f}")
+        slot_right, slot_other = int(table[:, 4].sum()), int(table[:, 5].sum())
+        print(f"  slot check (a price or size named and not spoken to): right answers flagged {slot_right}, "
+              f"other answers caught {slot_other}")
 
 
 if __name__ == "__main__":

@@ -18,10 +18,12 @@ from chains.schema import Revised
 from chains.settled import SettledWatch
 from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE, Tier, register
 from chains.turn import Turn, timed
-from chains.verify import Defect, defects, rewrite_verdict, without_citations
+from chains.verify import Defect, RewriteVerdict, defects, rewrite_verdict, unanswered_slot, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
 BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered", "copied")
+# A rewrite rejected for one of these does not answer the question; when its draft does not either, both are replaced.
+MISSES_THE_QUESTION = ("off_topic", "unanswered")
 SETTLED_NOTE = ", found while it was written: generation stopped"
 CONNECTION_DROPPED = "\n\n(The connection to our assistant dropped.)\n\n"
 
@@ -77,6 +79,24 @@ class LLMTier(Tier):
         with timed(turn, "verify"):
             verdict = rewrite_verdict(draft.body, rewrite, message=turn.text, finish_reason=result.finish_reason,
                                       sources=[draft.body, turn.text], shop=self.parts.brand.shop)
+            if verdict.accepted and (wrong := self._off_topic(turn, rewrite)):
+                verdict = RewriteVerdict(False, f"{wrong.kind}: {wrong.detail}"[:160])
+        if not verdict.accepted and verdict.reason.split(":")[0] in MISSES_THE_QUESTION \
+                and self._misses_question(turn, draft.body):
+            # The rewrite does not answer the question, and neither does its draft ("do you have a blue throw blanket
+            # under $50?" rewritten from the student-discount answer): both are replaced, as a failed LLM answer is.
+            turn.answer, turn.served, turn.sources, turn.rejected_text = self._notices(turn).no_answer, "human_offer", \
+                [], rewrite
+            turn.findings.append({"kind": "rewrite_rejected", "value": verdict.reason.split(":")[0], "action": "draft",
+                                  "detail": verdict.reason})
+            turn.findings.append({"kind": "off_topic", "value": "the draft does not answer the question either",
+                                  "action": "draft", "detail": "customer-visible defect"})
+            turn.reasons.append(f"rewrite rejected ({verdict.reason}) and its draft does not answer the question: "
+                                "a person is offered")
+            turn.note("verify", "rewrite and draft rejected", reason=verdict.reason)
+            yield Revised(text=turn.answer)
+            yield turn
+            return
         if verdict.accepted:
             turn.answer, turn.served = rewrite + draft.text[len(draft.body):], "rewrite"  # keeps the citations
             turn.note("verify", "rewrite accepted")
@@ -195,16 +215,23 @@ class LLMTier(Tier):
         return Defect("copied", f"a copy of the help-center answer the router found not to fit: {entry}") \
             if entry else None
 
-    def _off_topic(self, turn: Turn, text: str) -> Defect | None:
+    def _off_topic(self, turn: Turn, text: str, score: bool = True) -> Defect | None:
         """Whether the answer is about something else than the message, in the message's own vector space (the
-        answer embedded once, about 5 ms, only for an LLM answer that passed every other check)."""
+        answer embedded once, about 5 ms, only for an LLM answer or rewrite that passed every other check)."""
         if turn.vector is None or self.parts.kb is None or not text.strip():
             return None
         encoder = self.parts.kb.encoder_for(turn.query)
         answer = encoder.encode_answer(without_citations(text))
         similarity = float(np.dot(turn.vector, answer) / (np.linalg.norm(turn.vector) * np.linalg.norm(answer) or 1.0))
-        turn.scores["answer_relevance"] = round(similarity, 4)
+        if score:
+            turn.scores["answer_relevance"] = round(similarity, 4)
         return off_topic(turn.text, text, similarity, encoder.name)
+
+    def _misses_question(self, turn: Turn, draft: str) -> bool:
+        """Whether the KB draft, too, fails to answer the message: off topic or a named slot left unanswered."""
+        if unanswered_slot(turn.text, draft):
+            return True
+        return self._off_topic(turn, draft, score=False) is not None
 
     def _instead(self, turn: Turn) -> tuple[str, str, list[dict]]:
         """What replaces an LLM answer that failed its checks: a colleague when the policy says so, the knowledge

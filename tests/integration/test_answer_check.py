@@ -232,3 +232,29 @@ def test_streaming_holds_back_only_what_may_be_a_claim():
     assert shown[0] == "You " and shown[1] == "can "  # plain words pass at once
     assert shown[5] == "" and "30 days." in shown[6]  # the sentence with a number waits for its end
     assert "".join(shown) + stream.close() == "You can return it within 30 days. Great day "
+
+
+def test_a_rewrite_that_misses_the_question_of_a_draft_that_misses_it_too_is_replaced_by_a_person(settings, db, demo_kb):
+    """The demo case of issue 57: "do you have a blue throw blanket under $50?" has a weak draft (a rewrite), and the
+    FAKE scripted model rewrites it as the student discount (the real model cannot be made to on demand). The rewrite
+    names no price, so it is rejected, and its draft does not answer the question either: the offer of a person
+    (with the handoff core, a colleague replies here) replaces both, never the draft."""
+    blanket = "do you have a blue throw blanket under $50?"
+    with ScriptedOpenAIServer() as server:
+        runtime = make_runtime(settings.model_copy(update={"llm_url": server.url, "llm_model": "scripted",
+                                                           "llm_retries": 0, "cache_replaced_answers": False}),
+                               db, demo_kb, use_llm=True)
+        runtime.policy.save({"route_threshold": 1.0}, "test", "nothing to the LLM but rewrites")
+        try:
+            server.say("Yes, students get 10% off with Northwind Student, applied automatically at checkout for 12 "
+                       "months.")
+            response = runtime.service.answer(ChatRequest(message=blanket, session_id="blanket-1", channel="api"))
+        finally:
+            runtime.policy.save({"route_threshold": Thresholds.defaults(settings).route_threshold}, "test", "default")
+            runtime.close()
+    assert response.route == "llm" and response.served == "human_offer", response.reasons
+    assert any("rewrite" in step["stage"] for step in response.trace)
+    assert any(r.startswith("rewrite rejected (unanswered: the question names a price (under $50)")
+               for r in response.reasons), response.reasons
+    assert "students" not in response.answer and response.answer in (answers.NOTICES["en"].no_answer,
+                                                                       answers.NOTICES["en"].handoff)

@@ -263,3 +263,60 @@ def test_what_only_the_whole_answer_can_show_is_not_settled():
                           context=[ANSWERS["express_shipping"]]) is None
     # Without help-center text nothing is judged ungrounded, as in the whole answer.
     assert settled_defect("Our new flagship store opens in Berlin next spring. ", message=SWAP, context=[]) is None
+
+
+BLANKET = "do you have a blue throw blanket under $50?"
+STUDENT_REWRITE = "Yes, students get 10% off with Northwind Student, applied automatically at checkout for 12 months."
+WARRANTY_QUESTION = "how long is the garantee on the power bank"
+WARRANTY_REWRITE = "The power bank has a 2-year warranty from the date of delivery; you don't need to register it."
+
+
+def _similarity(encoder, message: str, answer: str) -> float:
+    import numpy as np
+
+    query, passage = encoder.encode_queries([message])[0], encoder.encode_answer(answer)
+    return float(query @ passage / (np.linalg.norm(query) * np.linalg.norm(passage)))
+
+
+def test_the_student_discount_rewrite_does_not_answer_the_blanket_question_and_a_right_rewrite_does(encoder):
+    """The demo case of issue 57: the rewrite of the student-discount draft to "do you have a blue throw blanket under
+    $50?" is rejected (the price the question names is not spoken to), and so is its draft; a right rewrite of the
+    warranty answer passes the same check with the real encoder's similarity."""
+    from chains.answer_fit import misses_the_question
+
+    verdict = rewrite_verdict(ANSWERS["student_discount"], STUDENT_REWRITE, message=BLANKET, shop="Northwind Goods")
+    assert not verdict.accepted and verdict.reason.startswith("unanswered")
+    for wrong in (STUDENT_REWRITE, ANSWERS["student_discount"]):
+        missed = misses_the_question(BLANKET, wrong, _similarity(encoder, BLANKET, wrong), encoder.name)
+        assert missed is not None and missed.kind == "unanswered"
+    assert rewrite_verdict(ANSWERS["warranty_length"], WARRANTY_REWRITE, message=WARRANTY_QUESTION,
+                           shop="Northwind Goods").accepted
+    similarity = _similarity(encoder, WARRANTY_QUESTION, WARRANTY_REWRITE)
+    assert misses_the_question(WARRANTY_QUESTION, WARRANTY_REWRITE, similarity, encoder.name) is None
+
+
+def test_a_named_price_or_size_must_be_spoken_to_or_refused():
+    from chains.verify import unanswered_slot
+
+    assert unanswered_slot(BLANKET, "Yes, our Nordic throw in blue costs $39.") == ""
+    assert unanswered_slot(BLANKET, "Sorry, we don't sell throw blankets.") == ""  # a no answers it
+    assert unanswered_slot(BLANKET, "Our throws start at $29.") == ""  # a colour is no slot (chains/verify.py)
+    assert "a size" in unanswered_slot("is the linen shirt available in size XL?", "The linen shirt is machine washable.")
+    assert unanswered_slot("is the linen shirt available in size XL?", "The linen shirt comes in sizes S to XXL.") == ""
+    assert unanswered_slot("I want a blue one under $50", "Students get 10% off.") == ""  # no question asked
+
+
+def test_served_answers_that_do_not_answer_are_counted_by_the_labels():
+    """make eval's figure over the labelled demo answers: the served LLM text labelled "no" is counted (the hospital
+    sweater, not the cancel steps), an answer whose text changed since labelling is unlabelled, and the offer of a
+    person is no answer to label."""
+    from offline.answer_eval import ANSWER_LABELS, answer_labels
+    from offline.answer_report import not_answering
+
+    labelled = list(csv.DictReader(ANSWER_LABELS.open(encoding="utf-8")))
+    records = [{"query_id": r["query_id"], "served": r["served"], "answer": r["answer"]} for r in labelled]
+    offer = {"query_id": "demo-0250", "served": "human_offer", "answer": "A colleague can take over."}
+    figure = not_answering([*records, offer], answer_labels())
+    assert figure["llm_text"] == {"rate": 0.5, "count": 1, "of": 2}
+    assert figure["served"] == {"rate": round(24 / 113, 4), "count": 24, "of": 113} and figure["unlabelled"] == 0
+    assert not_answering([dict(records[0], answer="something else")], answer_labels())["unlabelled"] == 1
