@@ -32,7 +32,8 @@ def _mount(folder: Path, *options: str) -> None:
 
 @pytest.fixture
 def tmpfs_db(tmp_path):
-    """A fresh database on its own 8 MB tmpfs (the schema alone is over 1 MB since the catalog and conversation tables; real read-only and disk-full faults need root, as CI has)."""
+    """A fresh database on its own 8 MB tmpfs (the schema alone filled 1 MB once the catalog and conversation tables
+    came; real read-only and disk-full faults need root, as CI has)."""
     from storage import policy_store
     from storage.db import Database
 
