@@ -17,6 +17,9 @@ SESSIONS = ("inbox-older", "inbox-newer")
 @pytest.fixture()
 def queued(db):
     conversations = Conversations(db)
+    with db.session() as session:  # operators other tests left online in the session database
+        session.exec(delete(OperatorSeen))
+        session.commit()
     packet = {"unsent": True, "reason": "rule asks-for-a-person", "passages": [
         {"answer_id": "refund_timing", "title": "When will I get my refund?", "score": 0.81, "text": "5-10 days"}],
         "draft": "Refunds reach your account within 5-10 business days.", "rejected": {"text": "", "findings": []},
