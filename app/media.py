@@ -295,6 +295,25 @@ class MediaReader:
             return kind, photo.text, photo
         return kind, self.transcribe(path), None
 
+    def read_and_delete(self, paths: Iterable[str | Path]) -> tuple[list[str], list[PhotoRead], list[str]]:
+        """(texts, photos, errors) of the API's uploads, in order: each file read as ``read_file`` reads it, then
+        deleted, read or not; ``errors`` holds a customer-facing line for each file that could not be read."""
+        texts: list[str] = []
+        photos: list[PhotoRead] = []
+        errors: list[str] = []
+        for path in paths:
+            try:
+                _kind, text, photo = self.read_file(path)
+                if text:
+                    texts.append(text)
+                if photo is not None:
+                    photos.append(photo)
+            except AttachmentError as exc:
+                errors.append(str(exc))
+            finally:
+                Path(path).unlink(missing_ok=True)
+        return texts, photos, errors
+
     def discard(self, path: str | Path) -> bool:
         """Delete an uploaded file (one inside ``upload_folders``) and the folder Gradio made for it if that is now
         empty; returns whether the file was removed. Anything outside those folders is left alone."""

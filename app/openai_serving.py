@@ -16,7 +16,6 @@ import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -41,7 +40,7 @@ from app.openai_protocol import (
 from app.serving import OPENAI_REFUSAL_STATUS, refusal_status, stream_async
 from chains.ratelimit import retry_after_s
 from chains.runtime import Runtime
-from chains.schema import ChatRequest, ChatResponse, Decided, PhotoRead, Revised
+from chains.schema import ChatRequest, ChatResponse, Decided, Revised
 
 CHANNEL = "openai"
 IMAGE_SUFFIX = {"image/png": ".png", "image/jpeg": ".jpg", "image/jpg": ".jpg", "image/webp": ".webp",
@@ -86,19 +85,8 @@ class OpenAIServing:
         """The ChatRequest for a checked body (reads attachments: call it off the event loop)."""
         last = body.messages[-1]
         text, files, errors = self._parts(last)
-        extracted: list[str] = []
-        photos: list[PhotoRead] = []
-        for path in files:
-            try:
-                _kind, read, photo = self.media.read_file(path)
-                if read:
-                    extracted.append(read)
-                if photo is not None:
-                    photos.append(photo)
-            except AttachmentError as exc:
-                errors.append(str(exc))
-            finally:
-                Path(path).unlink(missing_ok=True)
+        extracted, photos, unread = self.media.read_and_delete(files)
+        errors += unread
         # Capped: an OpenAI client writes the whole history itself, and a prompt holds only the turns its budget fits.
         history = [{"role": m.role, "content": _text_of(m)[:MAX_HISTORY_CHARS]} for m in body.messages[:-1]
                    if m.role in ("user", "assistant") and _text_of(m)][-MAX_HISTORY_MESSAGES:]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -107,23 +106,14 @@ def request_media(request: Request) -> MediaReader:
 def with_images(media: MediaReader, request: ChatRequest, urls: list[str]) -> ChatRequest:
     """The request with its images read: their OCR text as ``extracted``, their barcodes and text as ``photos``, and
     a customer-facing line for each image that could not be read. The files are deleted once read."""
-    extracted, photos, errors = [], [], []
+    paths, errors = [], []
     for url in urls:
         try:
-            path = data_url_file(url)
+            paths.append(data_url_file(url))
         except AttachmentError as exc:
             errors.append(str(exc))
-            continue
-        try:
-            _kind, text, photo = media.read_file(path)
-            if text:
-                extracted.append(text)
-            if photo is not None:
-                photos.append(photo)
-        except AttachmentError as exc:
-            errors.append(str(exc))
-        finally:
-            Path(path).unlink(missing_ok=True)
+    extracted, photos, unread = media.read_and_delete(paths)
+    errors += unread
     modality = "+".join((["text"] if request.message.strip() else []) + ["image"])
     return request.model_copy(update={"extracted": extracted, "photos": photos, "attachment_errors": errors,
                                       "modality": modality})
