@@ -19,7 +19,6 @@ LLM answer whose claims they support is vouched for (chains/router_chain.py ``_l
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -87,12 +86,9 @@ class Learning:
         """The chain's routing decision for the question now, as ``route_only`` makes it (guard, rules, score,
         threshold; no answer is generated and nothing is logged) but past the response cache: a cached answer says
         what was served once, not whether the KB covers the question."""
-        chain = copy.copy(self.chain)
-        chain.cache = None  # this copy's stages only: the serving chain keeps its cache
-        turn = Turn(request=ChatRequest(message=question, channel="batch"), thresholds=self.thresholds())
-        for stage in (chain._guard, chain._cache, chain._rules, chain._score, chain._threshold):
-            turn = stage(turn)
-        return turn
+        turn = Turn(request=ChatRequest(message=question, channel="batch"), thresholds=self.thresholds(),
+                    past_cache=True)
+        return self.chain.route_only.invoke(turn)
 
     def coverage(self, question: str) -> dict[str, Any]:
         """Whether the KB covers the question: not when the router sends it to the LLM (out of scope, or a draft

@@ -149,12 +149,13 @@ class RouterChain:
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
         # answered by the customer's pick, or from the catalog: never cached
         chose = turn.request.names_answer or turn.plan == CATALOG_ROUTE
+        skip = follow_up or chose or turn.past_cache
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
             turn.query = f"{last_user} {turn.text}".strip()
         self._key_parts(turn)
         hit = None
-        if self.cache is not None and not follow_up and not chose:
+        if self.cache is not None and not skip:
             with timed(turn, "cache"):
                 hit = self._vouched(turn, self.cache.lookup_exact(turn.text, turn.cache_key))
         if hit is None:
@@ -163,10 +164,11 @@ class RouterChain:
                 turn.vector = self.embed(turn.search_text)
             if turn.search_text != turn.query.strip():
                 turn.note("embed", "searched as mended", search_text=turn.search_text)
-        if self.cache is None or follow_up or chose:
+        if self.cache is None or skip:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else
                       "a catalog answer" if turn.plan == CATALOG_ROUTE else
-                      "a clicked suggested reply" if chose else "disabled")
+                      "a clicked suggested reply" if chose else
+                      "deciding past the cache" if turn.past_cache else "disabled")
             return turn
         if hit is None and turn.vector is not None:
             with timed(turn, "cache"):

@@ -26,6 +26,7 @@ class Turn:
     thresholds: Thresholds
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     new_session: bool = False            # the service minted the session id: no history, no session row yet
+    past_cache: bool = False             # decide without the response cache (does the KB cover it, not what was served)
     history: list[dict[str, str]] = field(default_factory=list)
     text: str = ""
     query: str = ""                      # what retrieval sees: the text, plus the last turn for follow-ups
