@@ -43,5 +43,5 @@ class LiveCatalog:
             self.open()
         search = self._search
         assert search is not None
-        search.catalog.version  # noqa: B018  (reloads the records and index when another process changed them)
+        search.catalog.refresh()  # the one version read of this message; reloads when another process changed it
         return search if len(search.catalog) else None

@@ -88,7 +88,7 @@ class ProductSearch:
 
     @property
     def facets(self) -> Facets:
-        version = self.catalog.version
+        version = self.catalog.loaded_version  # refreshed once per message (catalog.live)
         if version != self._facets_version:
             products = list(self.catalog.products.values())
             self._facets = Facets.from_products(products)
@@ -238,7 +238,7 @@ class ProductSearch:
     def _named(self, message: str) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
         products = list(self.catalog.products.values())
         words = content_words(message)
-        facets = self.facets  # once: each read checks the catalog version in the database
+        facets = self.facets
         kind_words = set().union(*(content_words(a) for a in facets.category_aliases)) if products else set()
         # A product is named when at least half of its title's own words (not its kind: "kettle", "towels") are in
         # the message: "the family kettle" names the Family Electric Kettle, "your towels" names no towel.

@@ -176,13 +176,23 @@ class Catalog:
             row = session.get(CatalogState, "version")
             return int(row.value) if row else 0
 
-    @property
-    def version(self) -> int:
-        """The catalog version (any process's ingest), reloading this copy when another process changed it."""
+    def refresh(self) -> int:
+        """The catalog version (any process's ingest), read once, reloading this copy when another process changed
+        it. Called once per message (catalog.live); everything after reads :attr:`loaded_version`."""
         current = self.stored_version()
         if current != self._loaded_version:
             self._reload()
         return current
+
+    @property
+    def loaded_version(self) -> int:
+        """The version of the records this copy holds; no database read."""
+        return self._loaded_version
+
+    @property
+    def version(self) -> int:
+        """The catalog version as stored now (a database read, and a reload when it changed)."""
+        return self.refresh()
 
     # ---- ingest -------------------------------------------------------------------------
     def ingest(self, path: Path, replace: bool = False) -> IngestReport:

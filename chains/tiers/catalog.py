@@ -62,7 +62,7 @@ class CatalogTier(Tier):
                 turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
             return False
         turn.catalog, turn.plan = answer, CATALOG_ROUTE
-        turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.version, **answer.detail)
+        turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.loaded_version, **answer.detail)
         turn.reasons.append(f"catalog: a product {answer.kind} message")
         return True
 
