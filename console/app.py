@@ -27,6 +27,7 @@ from core.errors import TandemError  # noqa: E402
 from core.settings import get_settings  # noqa: E402
 
 SIGNED_IN_KEY = "console_signed_in"  # how this session signed in: "account" or "shared"
+INBOX_COUNT_REFRESH_S = 5  # issue 57: new conversations show up within 5 s, with a count in the sidebar
 
 st.set_page_config(page_title="Tandem console", page_icon=":material/support_agent:", layout="wide")
 
@@ -93,6 +94,14 @@ def waiting_for_a_person() -> int:
         return 0
 
 
+@st.fragment(run_every=INBOX_COUNT_REFRESH_S)
+def waiting_count() -> None:
+    """The sidebar's count of conversations waiting for a person, read again every few seconds on every page (the
+    Inbox entry's own name follows at the next page run)."""
+    st.metric("Waiting for a person", waiting_for_a_person(), help="Conversations in the inbox that no operator has "
+              f"claimed yet; read every {INBOX_COUNT_REFRESH_S} s.")
+
+
 def sign_out() -> None:
     for key in (SIGNED_IN_KEY, ui.OPERATOR_KEY):
         st.session_state.pop(key, None)
@@ -125,6 +134,7 @@ PAGES = [
 page = st.navigation(PAGES)
 with st.sidebar:
     st.caption(f"Signed in as **{ui.operator()}**")
+    waiting_count()
     st.selectbox("Time range", list(ui.data.TIME_RANGES), index=list(ui.data.TIME_RANGES).index(ui.DEFAULT_RANGE),
                  key=ui.RANGE_KEY)
     st.button("Sign out", on_click=sign_out)
