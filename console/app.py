@@ -118,6 +118,8 @@ if not st.session_state.get(SIGNED_IN_KEY):
 
 PAGES = [
     st.Page("views/overview.py", title="Overview", icon=":material/monitoring:", default=True),
+    # Second: Streamlit folds the list after ten pages, and customers wait on this one.
+    st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
     st.Page("views/request_log.py", title="Requests", icon=":material/list:"),
     st.Page("views/recurring.py", title="Recurring questions", icon=":material/repeat:"),
     st.Page("views/prepared.py", title="Prepared answers", icon=":material/bolt:"),
@@ -128,7 +130,6 @@ PAGES = [
     st.Page("views/catalog.py", title="Catalog", icon=":material/inventory_2:"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
-    st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
     st.Page("views/proposals.py", title="Learned answers", icon=":material/school:"),
 ]
 page = st.navigation(PAGES)
