@@ -27,6 +27,7 @@ from core.errors import TandemError  # noqa: E402
 from core.settings import get_settings  # noqa: E402
 
 SIGNED_IN_KEY = "console_signed_in"  # how this session signed in: "account" or "shared"
+INBOX_COUNT_REFRESH_S = 5  # issue 57: new conversations show up within 5 s, with a count in the sidebar
 
 st.set_page_config(page_title="Tandem console", page_icon=":material/support_agent:", layout="wide")
 
@@ -93,6 +94,14 @@ def waiting_for_a_person() -> int:
         return 0
 
 
+@st.fragment(run_every=INBOX_COUNT_REFRESH_S)
+def waiting_count() -> None:
+    """The sidebar's count of conversations waiting for a person, read again every few seconds on every page (the
+    Inbox entry's own name follows at the next page run)."""
+    st.metric("Waiting for a person", waiting_for_a_person(), help="Conversations in the inbox that no operator has "
+              f"claimed yet; read every {INBOX_COUNT_REFRESH_S} s.")
+
+
 def sign_out() -> None:
     for key in (SIGNED_IN_KEY, ui.OPERATOR_KEY):
         st.session_state.pop(key, None)
@@ -109,6 +118,8 @@ if not st.session_state.get(SIGNED_IN_KEY):
 
 PAGES = [
     st.Page("views/overview.py", title="Overview", icon=":material/monitoring:", default=True),
+    # Second: Streamlit folds the list after ten pages, and customers wait on this one.
+    st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
     st.Page("views/request_log.py", title="Requests", icon=":material/list:"),
     st.Page("views/recurring.py", title="Recurring questions", icon=":material/repeat:"),
     st.Page("views/prepared.py", title="Prepared answers", icon=":material/bolt:"),
@@ -119,12 +130,12 @@ PAGES = [
     st.Page("views/catalog.py", title="Catalog", icon=":material/inventory_2:"),
     st.Page("views/alerts.py", title="Alerts", icon=":material/notifications:"),
     st.Page("views/autopilot.py", title="Autopilot", icon=":material/smart_toy:"),
-    st.Page("views/inbox.py", title=f"Inbox ({waiting_for_a_person()})", icon=":material/support_agent:"),
     st.Page("views/proposals.py", title="Learned answers", icon=":material/school:"),
 ]
 page = st.navigation(PAGES)
 with st.sidebar:
     st.caption(f"Signed in as **{ui.operator()}**")
+    waiting_count()
     st.selectbox("Time range", list(ui.data.TIME_RANGES), index=list(ui.data.TIME_RANGES).index(ui.DEFAULT_RANGE),
                  key=ui.RANGE_KEY)
     st.button("Sign out", on_click=sign_out)
