@@ -450,11 +450,13 @@ def packet_from(*, question: str, passages: list[dict[str, Any]], draft: str, re
                 findings: list[dict[str, Any]], reason: str, request_id: str,
                 scrub: Callable[[str], str]) -> dict[str, Any]:
     """The handoff packet an operator reads: why, the KB passages found with their scores, the draft the bot would
-    have sent, the LLM text that failed its checks with what the checks found; all unsent suggestions (masked like
-    the request log). ``suggestion`` is the best of them: the help-center draft, else the rejected LLM text."""
+    have sent, the LLM text that failed its checks with what the checks found; all unsent suggestions. What came from
+    the customer or the LLM is masked like the request log; the help-center draft is the shop's own text, kept as
+    written (masked, the shop's support address became "[email]" in the operator's composer and so in the reply).
+    ``suggestion`` is the best of them: the help-center draft, else the rejected LLM text."""
     kept = [{k: f.get(k) for k in ("kind", "value", "action", "detail") if k in f} for f in findings
             if isinstance(f, dict)]
-    draft, rejected = scrub(draft), scrub(rejected)
+    rejected = scrub(rejected)
     return {"unsent": True, "reason": scrub(reason), "request_id": request_id, "question": scrub(question),
             "passages": passages, "draft": draft,
             "rejected": {"text": rejected, "findings": _scrubbed(kept, scrub)}, "suggestion": draft or rejected}

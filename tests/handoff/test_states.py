@@ -150,3 +150,14 @@ def test_a_waiting_customer_can_cancel_and_is_with_the_bot_again(conversations):
     assert conversations.cancel("c").status == BOT
     assert conversations.view(conversations.state("c")) is None  # nothing to show: the bot has it
     assert conversations.events("c")[-1].actor == "customer" and conversations.queue() == []
+
+
+def test_the_packet_masks_the_customers_words_but_keeps_the_shops_own_draft_sendable():
+    from chains.conversation import packet_from
+
+    packet = packet_from(question="mail me at jo@example.org please", passages=[],
+                         draft="You can also email support@northwind.example; we reply within 1 business day.",
+                         rejected="Sure jo@example.org, done.", findings=[], reason="asked", request_id="r1", scrub=mask)
+    assert "jo@example.org" not in packet["question"] and "jo@example.org" not in packet["rejected"]["text"]
+    assert packet["suggestion"] == packet["draft"] == (
+        "You can also email support@northwind.example; we reply within 1 business day.")
