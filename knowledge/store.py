@@ -7,6 +7,7 @@ batched encoder pass), so Chroma never has to embed anything itself.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -85,15 +86,8 @@ def open_client(path: Path | None = None, url: str = ""):
     if path is None:
         raise ValueError("either a path or a url is needed")
     try:
-        if not (path / "chroma.sqlite3").exists():
-            # Chroma caches one system per path; one cached for a folder since deleted would write into
-            # a database without tables ("no such table: acquire_write"). Forget that path's entry only.
-            from chromadb.api.shared_system_client import SharedSystemClient
-
-            SharedSystemClient._identifier_to_system.pop(str(path), None)
-            SharedSystemClient._identifier_to_refcount.pop(str(path), None)
-        path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(path), settings=settings)
+        with _OPEN_LOCK:
+            return _persistent_client(chromadb, path, settings)
     except OSError as exc:
         raise TandemError(f"cannot open the Chroma store at {path} ({exc.strerror}). "
                           "Fix: check TANDEM_HOME is writable") from None
@@ -102,6 +96,24 @@ def open_client(path: Path | None = None, url: str = ""):
         raise TandemError(f"the Chroma store at {path} is damaged ({reason}). Fix: move it away "
                           f"(mv {path} {path}.broken) and rebuild it: `tandem init` for the demo knowledge base, "
                           "or `tandem kb ingest <your files>`") from None
+
+
+# Chroma builds its per-path system without a lock: two threads opening the same store at once (a page and the
+# inbox's background learning) left one client without its Rust bindings ("'RustBindingsAPI' object has no
+# attribute 'bindings'"). Opening is rare and quick; one at a time.
+_OPEN_LOCK = threading.Lock()
+
+
+def _persistent_client(chromadb, path: Path, settings):
+    if not (path / "chroma.sqlite3").exists():
+        # Chroma caches one system per path; one cached for a folder since deleted would write into
+        # a database without tables ("no such table: acquire_write"). Forget that path's entry only.
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        SharedSystemClient._identifier_to_system.pop(str(path), None)
+        SharedSystemClient._identifier_to_refcount.pop(str(path), None)
+    path.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
 def open_collection(client, name: str, encoder: Encoder | None = None):

@@ -9,6 +9,8 @@ history, so a reply being typed is left alone."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 import pandas as pd
@@ -19,6 +21,7 @@ from console import data, ui
 from core.pii import mask
 from core.settings import get_settings
 
+log = logging.getLogger(__name__)
 FLASH_KEY = "inbox_flash"
 SELECTED_KEY = "inbox_selected"
 # How often the queue and the open conversation are read again: a new conversation shows up within this plus a
@@ -69,9 +72,19 @@ chosen = st.selectbox("Conversation", ids, key=SELECTED_KEY,
 item = next(i for i in items if i["session_id"] == chosen)
 packet = item["packet"]
 if get_settings().handoff_learn and (packet.get("question") or item["trigger"] == ASKED):
-    # A reply to a question the KB does not cover becomes a proposed KB answer (the "Learned answers" page); the
-    # chain that decides whether the KB covers it is loaded on the first reply that may need it.
-    conversations.learn = lambda session_id, operator, text: ui.learning().propose(session_id, operator, text)
+    # A reply to a question the KB does not cover becomes a proposed KB answer (the "Learned answers" page). The
+    # chain that decides whether the KB covers it loads on first use (seconds): off the page's thread, so the
+    # operator's page does not freeze after Send (the reply is stored and on its way before learning starts).
+    def propose_in_background(session_id: str, operator: str, text: str) -> None:
+        def propose() -> None:
+            try:
+                ui.learning().propose(session_id, operator, text)
+            except Exception:  # noqa: BLE001 - a proposal is a help; the reply is already sent
+                log.exception("proposing a KB answer from the operator's reply failed")
+
+        threading.Thread(target=propose, name="inbox-learn", daemon=True).start()
+
+    conversations.learn = propose_in_background
 
 
 def act(action, done: str) -> None:
