@@ -162,7 +162,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
         followups.refit_in_background()  # a fit reads up to 20,000 log rows: start-up does not wait for it
     conversations = Conversations(db, scrub=mask if settings.mask_pii else (lambda text: text),
                                   online_window_s=settings.handoff_online_window_s, triggers=triggers,
-                                  notify=handoff_webhook(settings))
+                                  notify=handoff_webhook(settings), reply_within_days=settings.handoff_reply_within_days)
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups,
                             conversations=conversations, vip_users=settings.vip_user_set)
     learning = Learning(chain, conversations, policy.current, scrub=conversations.scrub,

@@ -27,6 +27,7 @@ from typing import Any
 from sqlmodel import select
 
 from chains import answers, metrics
+from chains.contact import acknowledgement, address_in, not_an_address, partly_hidden, reply_language
 from chains.conversation import (
     ANSWER_CHECK,
     ASKED,
@@ -39,6 +40,7 @@ from chains.conversation import (
     packet_from,
     repeated,
     rule_trigger,
+    waiting_line,
 )
 from chains.followups import Suggester
 from chains.policy import FixedPolicy, LivePolicy
@@ -122,6 +124,9 @@ class TandemService:
                     yield turn.decided(HUMAN_ROUTE)
                     if turn.answer:  # the guard refused the message (empty, too long)
                         yield turn.answer
+                elif self._contact_given(turn):  # a waiting customer's email address for the reply
+                    yield turn.decided(HANDOFF_ROUTE)
+                    yield turn.answer
                 else:
                     for item in self.chain.stream(turn):
                         if isinstance(item, Turn):
@@ -236,6 +241,11 @@ class TandemService:
             # travels with DHL, tracking number [tracking]."), masked once more in case a tool put more in it. A
             # tool without such a copy is stored through the PII mask like any answer.
             answer = next((step["detail"][LOGGED_ANSWER] for step in turn.trace if step.get("stage") == "tool"
+                           and isinstance(step.get("detail", {}).get(LOGGED_ANSWER), str)), answer)
+        elif response.route == HANDOFF_ROUTE and scrub is mask:
+            # The acknowledgement of an email address shows it partly hidden (j***@example.com), which the PII mask
+            # would not recognise: its logged copy names it [email] (_contact_given).
+            answer = next((step["detail"][LOGGED_ANSWER] for step in turn.trace if step.get("stage") == "contact"
                            and isinstance(step.get("detail", {}).get(LOGGED_ANSWER), str)), answer)
         stored_answer = scrub(answer)
         findings = _scrub_trace(turn.findings, scrub)
@@ -379,6 +389,33 @@ class TandemService:
         turn.finish(HUMAN_ROUTE, "", f"a person holds the conversation ({state.operator}): the bot stays quiet")
         return True
 
+    def _contact_given(self, turn: Turn) -> bool:
+        """A customer waiting for a person who sends an email address (chains/contact.py): a valid one is stored on
+        the conversation for the operators and acknowledged, partly hidden; one that fails the check is answered
+        with a request to send it again. Either way the message is logged (masked) and shown to operators, and the
+        chain does not run: an address is no question."""
+        conversations = self.conversations
+        if (conversations is None or turn.new_session or turn.request.channel not in CUSTOMER_CHANNELS
+                or (given := address_in(turn.request.message or "")) is None
+                or conversations.state(turn.request.session_id).status != WAITING):
+            return False
+        turn = self.chain.check_message(turn)
+        if turn.done:  # the guard refused it
+            return True
+        days, turn.language = conversations.reply_within_days, reply_language(turn.text, turn.history)
+        if given.valid and conversations.set_contact(turn.request.session_id, given.address):
+            answer = acknowledgement(given.address, days, turn.language)
+            turn.served = "contact_email"
+            turn.note("contact", "email address taken",
+                      **{LOGGED_ANSWER: answer.replace(partly_hidden(given.address), "[email]")})
+            turn.finish(HANDOFF_ROUTE, answer, "handoff: the waiting customer left an email address for the reply")
+        else:
+            turn.served = "contact_invalid"
+            turn.note("contact", "not a valid email address: asked again")
+            turn.finish(HANDOFF_ROUTE, not_an_address(turn.language),
+                        "handoff: what the waiting customer sent as an email address failed the check")
+        return True
+
     def _trigger(self, turn: Turn) -> tuple[str, str]:
         """(trigger, reason) of a handoff this turn asks for, the first whose setting allows it; ("", "") for none."""
         findings = ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})" for f in turn.findings)
@@ -465,6 +502,7 @@ class TandemService:
         view = self.conversations.view(self.conversations.state(turn.request.session_id))
         if view is not None:
             view["triggered"] = bool(turn.handoff) and turn.route != HUMAN_ROUTE
+            view["line"] = waiting_line(view, turn.language)  # what a front end shows under the answer
         return view
 
     def _kb_suggestion(self, question: str, hits: list[Any], draft: Any) -> tuple[list[dict[str, Any]], str]:
