@@ -15,6 +15,7 @@ commit someone else pays for, instead of each paying its own in turn.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -43,6 +44,7 @@ from chains.conversation import (
     waiting_line,
 )
 from chains.followups import Suggester
+from chains.forecast import predicted_reason
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import PREPARED_ORIGIN, REPLACED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
@@ -424,6 +426,8 @@ class TandemService:
             candidates.append(rule_trigger(turn.rule))  # as message_trigger decides (chains/conversation.py)
         elif turn.handoff:
             candidates.append((ANSWER_CHECK, f"the answer check hands off: {findings}"))
+        elif turn.served == "human_offer" and (predicted := predicted_reason(turn.scores)):
+            candidates.append((ANSWER_CHECK, predicted))
         elif turn.served == "human_offer":
             candidates.append((ANSWER_CHECK, "the assistant's answer failed its checks" +
                                (f": {findings}" if findings else " (a remembered replacement)" if turn.cache_hit else "")))
@@ -458,6 +462,8 @@ class TandemService:
         turn.handoff = True  # the console's handoff list gets its ticket too (_log)
         if changed and turn.cache_hit and turn.cache_origin == REPLACED_ORIGIN:
             self._suggest_in_background(turn)
+        elif changed and predicted_reason(turn.scores):
+            self._answer_in_background(turn)
         if (turn.served in ("human_offer", "draft_with_caveat") and trigger in (ANSWER_CHECK, VIP)) or trigger == REPEAT:
             turn.answer = answers.notices_for(self.chain.brand)[turn.language].handoff
             turn.reasons.append(f"handoff: {trigger}: a colleague replies instead of the offer")
@@ -492,6 +498,44 @@ class TandemService:
                 self.last_log_error = f"background suggestion: {exc}"
 
         thread = threading.Thread(target=write, name=f"suggest-{session_id[:8]}", daemon=True)
+        thread.start()
+        return thread
+
+    def _answer_in_background(self, turn: Turn) -> threading.Thread | None:
+        """Waiting costs no time, by prediction (chains/forecast.py): the customer already reads that a person will
+        answer; the LLM tier still answers the turn, in the background, as it would have (generation, answer check,
+        replacement), on a copy of the turn. Its text (the answer, or the text that failed) becomes an unsent
+        suggestion in the packet (``background``, with the findings and ``served``: what it ended as), and what it
+        ended as is recorded on the turn's row for the next prediction."""
+        tier, conversations, forecast = self.chain.tiers.get(LLM_ROUTE), self.conversations, self.chain.forecast
+        if tier is None or self.chain.llm is None or conversations is None:
+            return None
+        shadow = dataclasses.replace(turn, route="", answer="", served="", done=False, findings=[], reasons=[],
+                                     trace=[], latency_ms={}, scores=dict(turn.scores), rejected_text="",
+                                     handoff=False, sources=[], cancel=threading.Event())
+        session_id, request_id = turn.request.session_id, turn.request_id
+
+        def write() -> None:
+            try:
+                started = time.perf_counter()
+                for _ in tier.answer(shadow):
+                    pass
+                text = shadow.answer if shadow.served == "llm" else shadow.rejected_text
+                if shadow.fallback or shadow.cancelled or not text.strip():
+                    return
+                conversations.suggest(session_id, "background", {
+                    "text": text.strip(), "model": shadow.model, "language": shadow.language,
+                    "seconds": round(time.perf_counter() - started, 2), "served": shadow.served,
+                    "findings": [{"kind": f.get("kind", ""), "detail": str(f.get("value", ""))[:160]}
+                                 for f in shadow.findings]})
+                for _ in range(10):  # the turn's row is committed as its answer returns, well before this
+                    if forecast is None or forecast.record(request_id, shadow.served):
+                        break
+                    time.sleep(0.5)
+            except Exception as exc:  # a suggestion is a help, not a duty: the handoff stands without one
+                self.last_log_error = f"background answer: {exc}"
+
+        thread = threading.Thread(target=write, name=f"answer-{session_id[:8]}", daemon=True)
         thread.start()
         return thread
 
