@@ -68,7 +68,8 @@ def test_after_real_llm_answers_failed_the_next_out_of_scope_message_is_offered_
     from storage.tables import RequestLog
 
     runtime = make_runtime(llm_settings.model_copy(update={
-        "cache_replaced_answers": False, "handoff_predict_sample": 3, "handoff_predict_rate": 0.6}),
+        "cache_replaced_answers": False, "handoff_on_predicted_failure": True, "handoff_predict_sample": 3,
+        "handoff_predict_rate": 0.6}),
         fresh_db(tmp_path), demo_kb, use_llm=True)
     runtime.policy.save({"route_threshold": 0.0}, "test", "every message to the LLM")
     try:
