@@ -79,14 +79,17 @@ def test_a_chinese_customer_is_asked_and_answered_in_chinese(runtime):
     assert wrong.served == "contact_invalid" and "请重新发送" in wrong.answer
 
 
-def test_with_someone_online_no_address_is_asked_for_and_the_line_says_who_is_there(runtime):
+def test_with_someone_online_no_address_is_asked_for_and_the_line_says_who_is_there_and_the_wait(runtime):
     conversations = runtime.service.conversations
     conversations.seen("dana")
+    ask(runtime, "talk to a human please", "picked-up-first")
+    conversations.claim("picked-up-first", "dana")  # a pick-up: the expected wait has a sample
     queued = ask(runtime, "I'd like to speak to an agent", "someone-online")
     assert queued.handoff is not None and queued.handoff["operators_online"] == 1
     assert queued.handoff["asks_for_email"] is False and queued.handoff["reply_within_days"] is None
-    assert "1 colleague(s) online" in queued.handoff["line"] and "email" not in queued.handoff["line"]
-    assert "The expected wait is not known yet" in queued.handoff["line"]
+    assert queued.handoff["expected_wait_s"] is not None
+    line = queued.handoff["line"]
+    assert "1 colleague(s) online" in line and "The expected wait is about 1 minute(s)" in line and "email" not in line
 
 
 def test_a_message_that_is_no_address_goes_to_the_chain_while_waiting(runtime):
