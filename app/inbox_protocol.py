@@ -74,6 +74,8 @@ class InboxItemOut(BaseModel):
     operator: str = ""
     user_id: str = ""
     request_id: str = ""
+    contact_email: str = Field("", description="the address the customer left for the reply while nobody was online; "
+                               "empty: none")
     waiting_since: str | None = None
     claimed_at: str | None = None
     packet: dict[str, Any] = Field(default_factory=dict, description="why the bot escalated, the KB passages it "

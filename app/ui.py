@@ -236,7 +236,9 @@ class ChatHandlers:
             yield history, idle_box(), session_id, request_ids, final.badge()
             return
         request_ids[reply_at] = final.request_id
-        line = waiting_line(final.handoff, language_of(text)) if final.handoff else ""
+        # an acknowledged (or refused) email address already says what the line would
+        line = waiting_line(final.handoff, language_of(text)) \
+            if final.handoff and final.served not in ("contact_email", "contact_invalid") else ""
         history[reply_at] = {"role": "assistant", "content": preamble + final.answer + (f"\n\n*{line}*" if line else "")
                              + "\n\n" + route_badge(final),
                              # the suggested replies as buttons under it (chatbot.option_select -> choose)

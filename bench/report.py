@@ -63,6 +63,11 @@ def targets(result: dict) -> list[dict]:
          _get(result, "api_surfaces", "streaming", "gap_p50_ms"), "ms", lambda v: v <= 50),
         ("answer check, ~100-token answer, p50", "<= 5 ms", _get(result, "api_surfaces", "answer_check", "p50_ms"),
          "ms", lambda v: v <= 5),
+        # Issue 57: the handoff reaches the operators' inbox, and the offer of a person costs no LLM wait.
+        ("handoff until the agent inbox lists it, p95", "<= 5 s",
+         _get(result, "handoff", "to_inbox", "shown_after_s", "p95"), "s", lambda v: v <= 5),
+        ("time to the offer of a person, out of scope, records filled, p50", "<= 2 s",
+         _get(result, "handoff", "to_offer", "after_records", "time_to_offer_s", "p50"), "s", lambda v: v <= 2),
     ]
     mixed = [{"metric": f"mixed trace: {t['metric']}", "target": t["target"], "measured": t["measured"],
               "unit": "x" if t["target"].startswith("<=") else "count", "met": t["met"]}
@@ -96,6 +101,7 @@ def markdown(result: dict) -> str:
     lines += _replica_lines(result)
     lines += _prefix_lines(result)
     lines += _mixed_lines(result)
+    lines += _handoff_lines(result)
     lines += _budget_lines(result)
     return "\n".join(lines)
 
@@ -325,6 +331,12 @@ def _mixed_lines(result: dict) -> list[str]:
 
     return ((["", *mixed_trace.table(result["mixed_trace"])] if result.get("mixed_trace") else [])
             + (["", *idle_interference.table(result["idle_interference"])] if result.get("idle_interference") else []))
+
+
+def _handoff_lines(result: dict) -> list[str]:
+    from bench.handoff import table
+
+    return ["", *table(result["handoff"])] if result.get("handoff") else []
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

@@ -9,7 +9,8 @@ same app on torch at 8 clients (served backend / torch), then 2 replicas behind 
 on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`);
 7. the three caches of issue 42 on one replayed mixed trace, each off and on (bench/mixed_trace.py; alone:
 `python -m bench.mixed_trace --sessions N`);  8. the idle-time worker's delay to live traffic that arrives with gaps
-(bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`).
+(bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`);  9. the handoff: until the
+operator's inbox shows it, and the time to the offer of a person with the predicted failure (bench/handoff.py).
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
@@ -119,13 +120,15 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "prefix": ("6. conversation prefix reuse, prefix caching on and off", (), ("prefix_reuse",)),
     "mixed": ("7. the three caches of issue 42 on one replayed mixed trace, each off and on", (), ("mixed_trace",)),
     "idle": ("8. the idle-time worker's delay to live traffic that arrives with gaps", (), ("idle_interference",)),
+    "handoff": ("9. the handoff: until the operator's inbox shows it, and the time to the offer of a person on "
+                "out-of-scope messages with the predicted failure", (), ("handoff",)),
 }
 # The timed steps (Clock laps, and the keys of ``errors``) of each section.
 STEPS = {"export": "encoders", "encoders": "encoders", "routing": "routing", "profile": "routing",
          "policies": "policies", "llm_server": "policies", "llm_sample": "policies", "llm_levels": "app",
          "cold_start": "app", "end_to_end": "app", "api_surfaces": "app", "throughput": "app",
          "torch_side_by_side": "app", "replicas": "replicas", "prefix_reuse": "prefix", "mixed_trace": "mixed",
-         "idle_interference": "idle"}
+         "idle_interference": "idle", "handoff": "handoff"}
 
 
 def chosen_sections(names: list[str]) -> list[str]:
@@ -303,6 +306,14 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
         with _Timed(result, "replicas", quick):
             _replicas(result, sizes, clock, settings, small_pool)
     _caches(result, sizes, clock, settings, homes, ran)
+    if "handoff" in ran:
+        from bench import handoff
+
+        with _Timed(result, "handoff", quick):
+            measured = _section(result, "handoff", clock, handoff.run, settings, sizes.handoff_sessions,
+                                sizes.handoff_messages, sizes.handoff_predict_sample, homes, log)
+            if measured:
+                result["handoff"] = measured
     return llm_server, app
 
 

@@ -26,6 +26,7 @@ from sqlmodel import col, func, select
 
 from chains import metrics
 from chains.cache import normalise
+from chains.contact import offline_line, partly_hidden
 from core.errors import TandemError
 from storage.db import Database
 from storage.tables import ChatMessage, ConversationEvent, ConversationState, OperatorSeen, utcnow
@@ -135,13 +136,15 @@ def rule_skipped(triggers: Triggers) -> Callable[[Any], bool]:
 
 class Conversations:
     """The state machine over one database. ``scrub`` masks what is stored (the PII mask, as for the request log);
-    ``online_window_s``: an operator seen in the inbox this recently counts as online."""
+    ``online_window_s``: an operator seen in the inbox this recently counts as online; ``reply_within_days``: with
+    nobody online, the customer is asked for an email address and promised a reply within this many business days."""
 
     def __init__(self, db: Database, scrub: Callable[[str], str] = lambda text: text,
                  clock: Callable[[], datetime] = utcnow, online_window_s: float = 300.0,
-                 triggers: Triggers = Triggers(), notify: Callable[[str, dict[str, Any]], None] | None = None):
+                 triggers: Triggers = Triggers(), notify: Callable[[str, dict[str, Any]], None] | None = None,
+                 reply_within_days: int = 1):
         self.db, self.scrub, self.clock = db, scrub, clock
-        self.online_window_s, self.triggers = online_window_s, triggers
+        self.online_window_s, self.triggers, self.reply_within_days = online_window_s, triggers, reply_within_days
         # Told of every operator message ("message") and state change ("handoff"): the shop's webhook
         # (chains/handoff_webhook.py); None: nobody.
         self.notify = notify
@@ -204,8 +207,13 @@ class Conversations:
         view: dict[str, Any] = {"status": state.status, "trigger": state.trigger,
                                 "since": _iso(state.waiting_since)}
         if state.status == WAITING:
-            view.update(position=self.position(state), operators_online=self.operators_online(),
-                        expected_wait_s=self.expected_wait_s())
+            online = self.operators_online()
+            view.update(position=self.position(state), operators_online=online,
+                        expected_wait_s=self.expected_wait_s(),
+                        # the customer's own address, as they are shown it back; asked for while nobody is online
+                        contact_email=partly_hidden(state.contact_email or "") or None,
+                        asks_for_email=not online and not state.contact_email,
+                        reply_within_days=None if online else self.reply_within_days)
         else:
             view.update(operator=state.operator, position=None)
         return view
@@ -237,6 +245,18 @@ class Conversations:
             session.commit()
 
     # --- changing ---------------------------------------------------------------------------------------
+    def set_contact(self, session_id: str, address: str) -> bool:
+        """The waiting customer's email address for the reply (validated by the caller, chains/contact.py); stored
+        as given, for operators. Whether the conversation still waits (only then is it stored)."""
+        with self.db.session() as session:
+            row = session.get(ConversationState, session_id)
+            if row is None or row.status != WAITING:
+                return False
+            row.contact_email = address
+            session.add(row)
+            session.commit()
+        return True
+
     def hand_off(self, session_id: str, trigger: str, reason: str, *, actor: str = "bot", request_id: str = "",
                  user_id: str = "", packet: dict[str, Any] | None = None) -> tuple[ConversationState, bool]:
         """Queue the conversation for a person; (state, whether it changed). A conversation already waiting or held
@@ -405,6 +425,7 @@ class Conversations:
             out.append({"session_id": state.session_id, "status": state.status, "operator": state.operator,
                         "trigger": state.trigger, "reason": state.reason, "request_id": state.request_id,
                         "user_id": state.user_id, "waiting_s": round(waiting, 1),
+                        "contact_email": state.contact_email or "",
                         "waiting_since": _iso(state.waiting_since), "claimed_at": _iso(state.claimed_at),
                         "suggestion": packet.get("suggestion", ""), "packet": packet})
         return out
@@ -431,7 +452,8 @@ _LINES = {
 
 def waiting_line(view: dict[str, Any] | None, language: str = "en") -> str:
     """The honest line a waiting customer reads: their place in the queue, how many operators are online, the
-    expected wait from recent pick-up times ("not known yet" without any); once a person holds it, their name."""
+    expected wait from recent pick-up times ("not known yet" without any); with nobody online, a request for an email
+    address and when the reply will come (or where it will go, once given); once a person holds it, their name."""
     if not view:
         return ""
     said = _LINES.get(language, _LINES["en"])
@@ -443,7 +465,11 @@ def waiting_line(view: dict[str, Any] | None, language: str = "en") -> str:
                                   online=said["online"].format(n=online) if online else "",
                                   wait=said["minutes"].format(m=max(1, round(wait / 60))) if wait is not None
                                   else said["unknown"])
-    return line if online else f"{line} {said['nobody']}"
+    if online:
+        return line
+    if view.get("reply_within_days"):
+        return f"{line} {offline_line(int(view['reply_within_days']), view.get('contact_email') or '', language)}"
+    return f"{line} {said['nobody']}"
 
 
 def packet_from(*, question: str, passages: list[dict[str, Any]], draft: str, rejected: str,

@@ -24,6 +24,7 @@ from chains.cache import CacheHit, ResponseCache, normalise
 from chains.calibration import QualityFloor, quality_floors
 from chains.check import AnswerCheck, sources_of
 from chains.features import message_features
+from chains.forecast import FailureForecast
 from chains.guard import check_input
 from chains.llm.base import LLM
 from chains.routers.base import RouteContext, Router
@@ -58,7 +59,7 @@ class RouterChain:
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
                  brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False,
-                 stop_when_broken: bool = True, catalog: Any = None):
+                 stop_when_broken: bool = True, catalog: Any = None, forecast: FailureForecast | None = None):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
@@ -66,8 +67,9 @@ class RouterChain:
         ``remember_replaced``: cache what replaced an LLM answer that failed its checks (REPLACED_ORIGIN).
         ``stop_when_broken``: stop generating an answer once its finished sentences hold a defect that no later
         text removes (chains.settled.settled_defect). ``catalog``: the product catalog (catalog.live.LiveCatalog) the
-        catalog step answers product messages from; None (or a catalog with no products): no catalog step."""
-        self.brand, self.remember_replaced = brand, remember_replaced
+        catalog step answers product messages from; None (or a catalog with no products): no catalog step.
+        ``forecast``: offers a person at once when the LLM's answer is predicted to fail (chains/forecast.py)."""
+        self.brand, self.remember_replaced, self.forecast = brand, remember_replaced, forecast
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
         # message's language; the query must be embedded by the one it will be searched with.
@@ -333,6 +335,10 @@ class RouterChain:
             turn.plan = SMALL_ROUTE
             turn.reasons.append("no LLM tier in this run: small tier answers")
             return turn
+        llm_tier = self.tiers["llm"]
+        if self.forecast is not None and isinstance(llm_tier, LLMTier) \
+                and self.forecast.claim(turn, llm_tier.draft_fits, self.brand):
+            return turn  # no LLM call for the customer: the service writes it in the background (chains/service.py)
         admitted, why = self.llm.admit(turn.request.customer)
         if admitted and self.llm_budget is not None:
             tokens = turn.request.max_tokens or self.default_max_tokens

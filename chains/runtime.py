@@ -15,6 +15,7 @@ from chains.answers import Brand
 from chains.cache import ResponseCache
 from chains.conversation import Conversations, Triggers, rule_skipped
 from chains.followups import Suggester
+from chains.forecast import FailureForecast
 from chains.handoff_webhook import Webhook
 from chains.learning import Learning
 from chains.llm.base import LLM
@@ -24,7 +25,7 @@ from chains.router_chain import RouterChain
 from chains.routers import RouterSource
 from chains.rules import RuleBook
 from chains.schema import PREPARE_CHANNEL
-from chains.service import TandemService
+from chains.service import CUSTOMER_CHANNELS, TandemService
 from chains.state import MemoryState, SharedState
 from core.encoders import BatchingEncoder, Encoder, load_encoder
 from core.pii import mask
@@ -107,6 +108,15 @@ def handoff_triggers(settings: Settings) -> Triggers:
                     legal=settings.handoff_on_legal, complaint=settings.handoff_on_complaint)
 
 
+def failure_forecast(settings: Settings, db: Database) -> FailureForecast | None:
+    """The predicted failure (TANDEM_HANDOFF_ON_PREDICTED_FAILURE), only where a predicted offer hands the
+    conversation to a person (the answer-check trigger on), so its LLM answer is written in the background and counted
+    (chains/forecast.py)."""
+    if not (settings.handoff_on_predicted_failure and settings.handoff_on_answer_check):
+        return None
+    return FailureForecast(db, settings.handoff_predict_sample, settings.handoff_predict_rate, CUSTOMER_CHANNELS)
+
+
 def handoff_webhook(settings: Settings) -> Webhook | None:
     """The shop's webhook for operator messages and handoff changes (TANDEM_HANDOFF_WEBHOOK_URL), or None."""
     if not settings.handoff_webhook_url:
@@ -154,7 +164,8 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                         default_max_tokens=settings.llm_max_tokens,
                         brand=Brand(settings.shop_name, settings.support_email),
                         remember_replaced=settings.cache_replaced_answers,
-                        stop_when_broken=settings.llm_stop_when_broken, catalog=catalog)
+                        stop_when_broken=settings.llm_stop_when_broken, catalog=catalog,
+                        forecast=failure_forecast(settings, db))
     followups = Suggester(db, lambda: {e["answer_id"]: (e["title"], e.get("category", "")) for e in kb.entries()},
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None
@@ -162,7 +173,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
         followups.refit_in_background()  # a fit reads up to 20,000 log rows: start-up does not wait for it
     conversations = Conversations(db, scrub=mask if settings.mask_pii else (lambda text: text),
                                   online_window_s=settings.handoff_online_window_s, triggers=triggers,
-                                  notify=handoff_webhook(settings))
+                                  notify=handoff_webhook(settings), reply_within_days=settings.handoff_reply_within_days)
     service = TandemService(chain=chain, db=db, policy=policy, mask_pii=settings.mask_pii, followups=followups,
                             conversations=conversations, vip_users=settings.vip_user_set)
     learning = Learning(chain, conversations, policy.current, scrub=conversations.scrub,

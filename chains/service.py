@@ -15,6 +15,7 @@ commit someone else pays for, instead of each paying its own in turn.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -27,6 +28,7 @@ from typing import Any
 from sqlmodel import select
 
 from chains import answers, metrics
+from chains.contact import acknowledgement, address_in, not_an_address, partly_hidden, reply_language
 from chains.conversation import (
     ANSWER_CHECK,
     ASKED,
@@ -39,8 +41,10 @@ from chains.conversation import (
     packet_from,
     repeated,
     rule_trigger,
+    waiting_line,
 )
 from chains.followups import Suggester
+from chains.forecast import predicted_reason
 from chains.policy import FixedPolicy, LivePolicy
 from chains.router_chain import PREPARED_ORIGIN, REPLACED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
@@ -122,6 +126,9 @@ class TandemService:
                     yield turn.decided(HUMAN_ROUTE)
                     if turn.answer:  # the guard refused the message (empty, too long)
                         yield turn.answer
+                elif self._contact_given(turn):  # a waiting customer's email address for the reply
+                    yield turn.decided(HANDOFF_ROUTE)
+                    yield turn.answer
                 else:
                     for item in self.chain.stream(turn):
                         if isinstance(item, Turn):
@@ -236,6 +243,11 @@ class TandemService:
             # travels with DHL, tracking number [tracking]."), masked once more in case a tool put more in it. A
             # tool without such a copy is stored through the PII mask like any answer.
             answer = next((step["detail"][LOGGED_ANSWER] for step in turn.trace if step.get("stage") == "tool"
+                           and isinstance(step.get("detail", {}).get(LOGGED_ANSWER), str)), answer)
+        elif response.route == HANDOFF_ROUTE and scrub is mask:
+            # The acknowledgement of an email address shows it partly hidden (j***@example.com), which the PII mask
+            # would not recognise: its logged copy names it [email] (_contact_given).
+            answer = next((step["detail"][LOGGED_ANSWER] for step in turn.trace if step.get("stage") == "contact"
                            and isinstance(step.get("detail", {}).get(LOGGED_ANSWER), str)), answer)
         stored_answer = scrub(answer)
         findings = _scrub_trace(turn.findings, scrub)
@@ -379,6 +391,33 @@ class TandemService:
         turn.finish(HUMAN_ROUTE, "", f"a person holds the conversation ({state.operator}): the bot stays quiet")
         return True
 
+    def _contact_given(self, turn: Turn) -> bool:
+        """A customer waiting for a person who sends an email address (chains/contact.py): a valid one is stored on
+        the conversation for the operators and acknowledged, partly hidden; one that fails the check is answered
+        with a request to send it again. Either way the message is logged (masked) and shown to operators, and the
+        chain does not run: an address is no question."""
+        conversations = self.conversations
+        if (conversations is None or turn.new_session or turn.request.channel not in CUSTOMER_CHANNELS
+                or (given := address_in(turn.request.message or "")) is None
+                or conversations.state(turn.request.session_id).status != WAITING):
+            return False
+        turn = self.chain.check_message(turn)
+        if turn.done:  # the guard refused it
+            return True
+        days, turn.language = conversations.reply_within_days, reply_language(turn.text, turn.history)
+        if given.valid and conversations.set_contact(turn.request.session_id, given.address):
+            answer = acknowledgement(given.address, days, turn.language)
+            turn.served = "contact_email"
+            turn.note("contact", "email address taken",
+                      **{LOGGED_ANSWER: answer.replace(partly_hidden(given.address), "[email]")})
+            turn.finish(HANDOFF_ROUTE, answer, "handoff: the waiting customer left an email address for the reply")
+        else:
+            turn.served = "contact_invalid"
+            turn.note("contact", "not a valid email address: asked again")
+            turn.finish(HANDOFF_ROUTE, not_an_address(turn.language),
+                        "handoff: what the waiting customer sent as an email address failed the check")
+        return True
+
     def _trigger(self, turn: Turn) -> tuple[str, str]:
         """(trigger, reason) of a handoff this turn asks for, the first whose setting allows it; ("", "") for none."""
         findings = ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})" for f in turn.findings)
@@ -387,6 +426,8 @@ class TandemService:
             candidates.append(rule_trigger(turn.rule))  # as message_trigger decides (chains/conversation.py)
         elif turn.handoff:
             candidates.append((ANSWER_CHECK, f"the answer check hands off: {findings}"))
+        elif turn.served == "human_offer" and (predicted := predicted_reason(turn.scores)):
+            candidates.append((ANSWER_CHECK, predicted))
         elif turn.served == "human_offer":
             candidates.append((ANSWER_CHECK, "the assistant's answer failed its checks" +
                                (f": {findings}" if findings else " (a remembered replacement)" if turn.cache_hit else "")))
@@ -421,6 +462,8 @@ class TandemService:
         turn.handoff = True  # the console's handoff list gets its ticket too (_log)
         if changed and turn.cache_hit and turn.cache_origin == REPLACED_ORIGIN:
             self._suggest_in_background(turn)
+        elif changed and predicted_reason(turn.scores):
+            self._answer_in_background(turn)
         if (turn.served in ("human_offer", "draft_with_caveat") and trigger in (ANSWER_CHECK, VIP)) or trigger == REPEAT:
             turn.answer = answers.notices_for(self.chain.brand)[turn.language].handoff
             turn.reasons.append(f"handoff: {trigger}: a colleague replies instead of the offer")
@@ -458,6 +501,44 @@ class TandemService:
         thread.start()
         return thread
 
+    def _answer_in_background(self, turn: Turn) -> threading.Thread | None:
+        """Waiting costs no time, by prediction (chains/forecast.py): the customer already reads that a person will
+        answer; the LLM tier still answers the turn, in the background, as it would have (generation, answer check,
+        replacement), on a copy of the turn. Its text (the answer, or the text that failed) becomes an unsent
+        suggestion in the packet (``background``, with the findings and ``served``: what it ended as), and what it
+        ended as is recorded on the turn's row for the next prediction."""
+        tier, conversations, forecast = self.chain.tiers.get(LLM_ROUTE), self.conversations, self.chain.forecast
+        if tier is None or self.chain.llm is None or conversations is None:
+            return None
+        shadow = dataclasses.replace(turn, route="", answer="", served="", done=False, findings=[], reasons=[],
+                                     trace=[], latency_ms={}, scores=dict(turn.scores), rejected_text="",
+                                     handoff=False, sources=[], cancel=threading.Event())
+        session_id, request_id = turn.request.session_id, turn.request_id
+
+        def write() -> None:
+            try:
+                started = time.perf_counter()
+                for _ in tier.answer(shadow):
+                    pass
+                text = shadow.answer if shadow.served == "llm" else shadow.rejected_text
+                if shadow.fallback or shadow.cancelled or not text.strip():
+                    return
+                conversations.suggest(session_id, "background", {
+                    "text": text.strip(), "model": shadow.model, "language": shadow.language,
+                    "seconds": round(time.perf_counter() - started, 2), "served": shadow.served,
+                    "findings": [{"kind": f.get("kind", ""), "detail": str(f.get("value", ""))[:160]}
+                                 for f in shadow.findings]})
+                for _ in range(10):  # the turn's row is committed as its answer returns, well before this
+                    if forecast is None or forecast.record(request_id, shadow.served):
+                        break
+                    time.sleep(0.5)
+            except Exception as exc:  # a suggestion is a help, not a duty: the handoff stands without one
+                self.last_log_error = f"background answer: {exc}"
+
+        thread = threading.Thread(target=write, name=f"answer-{session_id[:8]}", daemon=True)
+        thread.start()
+        return thread
+
     def _handoff_view(self, turn: Turn) -> dict[str, Any] | None:
         if (self.conversations is None or turn.request.channel not in CUSTOMER_CHANNELS
                 or (turn.new_session and not turn.handoff)):  # a conversation minted now has no state, unless queued now
@@ -465,6 +546,7 @@ class TandemService:
         view = self.conversations.view(self.conversations.state(turn.request.session_id))
         if view is not None:
             view["triggered"] = bool(turn.handoff) and turn.route != HUMAN_ROUTE
+            view["line"] = waiting_line(view, turn.language)  # what a front end shows under the answer
         return view
 
     def _kb_suggestion(self, question: str, hits: list[Any], draft: Any) -> tuple[list[dict[str, Any]], str]:

@@ -210,6 +210,18 @@ class Settings(BaseSettings):
                                     "fires on repeated courtesy (docs/handoff.md).")
     handoff_vip: bool = Field(True, description="A VIP customer (TANDEM_VIP_USERS) whose answer failed its checks, or "
                               "fell back, is queued for a person.")
+    handoff_reply_within_days: int = Field(1, ge=1, le=30, description="With nobody online, a waiting customer is "
+                                           "asked for an email address and told that the reply comes within this "
+                                           "many business days.")
+    handoff_on_predicted_failure: bool = Field(True, description="When the recent LLM answers failed their checks at "
+                                               "TANDEM_HANDOFF_PREDICT_RATE or more, a message whose failed answer "
+                                               "would end as the offer of a person is queued for one at once; the "
+                                               "LLM's answer is still written in the background, as a suggestion for "
+                                               "the operator (docs/handoff.md).")
+    handoff_predict_sample: int = Field(10, ge=3, le=500, description="How many of the latest LLM answers (of the "
+                                        "past day) the predicted failure counts; fewer than this: no prediction.")
+    handoff_predict_rate: float = Field(0.9, gt=0.0, le=1.0, description="The share of those answers that failed "
+                                        "their checks from which the next one is predicted to fail.")
     handoff_online_window_s: float = Field(300.0, gt=0, description="An operator who used the inbox (console page or "
                                            "agent API) within this many seconds counts as online in the line a "
                                            "waiting customer reads.")
@@ -342,8 +354,9 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
                 "support_email"),
     "handoff": ("handoff_on_button", "handoff_on_asked", "handoff_on_rule", "handoff_on_answer_check", "handoff_vip",
                 "handoff_on_anger", "handoff_on_legal", "handoff_on_complaint", "handoff_on_repeat",
-                "handoff_online_window_s", "handoff_webhook_url", "handoff_webhook_secret", "handoff_learn",
-                "handoff_learn_merge_similarity"),
+                "handoff_on_predicted_failure", "handoff_predict_sample", "handoff_predict_rate",
+                "handoff_online_window_s", "handoff_reply_within_days", "handoff_webhook_url",
+                "handoff_webhook_secret", "handoff_learn", "handoff_learn_merge_similarity"),
     "ops": ("ops_every_min", "alert_webhook"),
     "storage": ("home", "database_url", "chroma_url", "redis_url", "data_dir", "model_dir", "passage_cache",
                 "kb_collection", "mask_pii", "retention_days"),

@@ -285,6 +285,8 @@ class ConversationState(SQLModel, table=True):
     summary: str = Field(default="", sa_column=Column(Text), description="the operator's hand-back note (masked)")
     packet: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON),
                                    description="the handoff packet: unsent suggestions for the operator (masked)")
+    contact_email: str = Field(default="", description="where the reply goes when nobody was online (the customer "
+                               "left it while waiting; operators read it, logs keep it masked)")
     version: int = Field(default=0, description="bumped by every change: a compare-and-set guard")
     updated_at: datetime = Field(default_factory=utcnow)
 

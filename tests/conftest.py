@@ -65,6 +65,10 @@ def tandem_home(tmp_path_factory) -> Path:
     # No idle-time worker in the test session (apps started by the tests inherit this): no test sees an LLM call it
     # did not send. tests/integration/test_prepared.py builds its own workers.
     os.environ["TANDEM_PREPARE_TOKENS_PER_HOUR"] = "0"
+    # No predicted failure either (apps inherit this too): the session's tests share databases, and once ten of their
+    # LLM answers failed, another test's LLM answer would be replaced by the offer of a person without being asked.
+    # tests/handoff/test_fast_offer.py switches it on over a database of its own.
+    os.environ["TANDEM_HANDOFF_ON_PREDICTED_FAILURE"] = "false"
     # One passage cache for the session's many data directories (apps, demos, CLIs, replicas): the starter examples
     # and the demo KB are embedded for real once per session, not once per process (about 10 s each on 2 cores).
     os.environ["TANDEM_PASSAGE_CACHE"] = str(tmp_path_factory.getbasetemp() / "passages.sqlite3")

@@ -210,7 +210,7 @@ class LLMTier(Tier):
     def _copied(self, turn: Turn, text: str) -> Defect | None:
         """A help-center answer copied whole, where the router found that none fits the message (a caller's choice
         of the LLM is no such judgement)."""
-        no_fit = turn.request.mode == "routed" and bool(turn.hits) and not self._draft_fits(turn)
+        no_fit = turn.request.mode == "routed" and bool(turn.hits) and not self.draft_fits(turn)
         entry = copied_answer(text, [h.answer for h in turn.hits]) if no_fit else ""
         return Defect("copied", f"a copy of the help-center answer the router found not to fit: {entry}") \
             if entry else None
@@ -240,11 +240,11 @@ class LLMTier(Tier):
         if turn.handoff:
             return said.handoff, "handoff", []
         draft = self._draft(turn)
-        if self._draft_fits(turn):
+        if self.draft_fits(turn):
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
         return said.no_answer, "human_offer", []
 
-    def _draft_fits(self, turn: Turn) -> bool:
+    def draft_fits(self, turn: Turn) -> bool:
         """Whether the router, at the tau its training chose, would have kept the message on the KB, whatever tau
         the operator runs now (everything to the LLM is tau 0, not "the KB is wrong"). "Which kettle would you
         recommend?" (p_llm 0.36) got the plug-voltage answer under a p_llm < 0.5 rule."""

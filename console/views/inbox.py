@@ -100,6 +100,8 @@ def act(action, done: str) -> None:
 
 st.subheader("Why the bot handed it over")
 st.write(f"**{item['trigger']}**: {item['reason']}")
+if item.get("contact_email"):  # left by the customer while nobody was online: the reply may go there
+    st.info(f"Reply by email if not here: {item['contact_email']}")
 with st.expander("Handoff packet (unsent suggestions)", expanded=True):
     if packet.get("passages"):
         st.dataframe(pd.DataFrame(packet["passages"])[["answer_id", "title", "score"]], hide_index=True)
