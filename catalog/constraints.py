@@ -13,7 +13,7 @@ not converted (the demo's prices are in USD; a shop selling in CNY gets what its
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -374,7 +374,8 @@ def _parse_material(text: str, facets: Facets, out: Filters) -> None:
         out.missing.append(f"material {hits[0]}")
 
 
-def _parse_size(message: str, text: str, facets: Facets, out: Filters, spans: list[tuple[int, int]] = ()) -> None:
+def _parse_size(message: str, text: str, facets: Facets, out: Filters,
+                spans: Sequence[tuple[int, int]] = ()) -> None:
     candidates: list[str] = []
     for match in re.finditer(r"\bsize\s+(extra large|extra small|xxl|xl|xs|s|m|l|\d+(?:/\d+)?|[a-z]{3,})\b", text):
         candidates.append(match.group(1))
@@ -390,8 +391,8 @@ def _parse_size(message: str, text: str, facets: Facets, out: Filters, spans: li
     candidates += [p for s, e, p in _longest(text, own + list(SIZE_WORDS) + ["xs", "xl", "xxl"])
                    if not any(a <= s and e <= b for a, b in spans)]
     for raw in candidates:
-        options = [facets.sizes.get(raw.lower()), facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower())]
-        options = [o for o in options if o]
+        options = [o for o in (facets.sizes.get(raw.lower()), facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower()))
+                   if o]
         if out.categories:  # "large" is L for a sweater and Large for a basket: the size the category has
             options = [o for o in options if facets.size_leaves.get(o.lower(), set()) & set(out.categories)]
         if options:

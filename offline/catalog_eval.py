@@ -126,6 +126,7 @@ def answer(search: ProductSearch, checker: ClaimChecker, row: dict[str, str]) ->
                               "served": served.kind if served else None, "cards": cards[:6],
                               "text": served.text if served else ""}
     kind = row["kind"]
+    record["gold"] = _gold_text(row, gold_ids)
     if kind == "search":
         record["top3"] = bool(set(cards[:3]) & set(gold_ids))
     elif kind == "compare":
@@ -138,7 +139,8 @@ def answer(search: ProductSearch, checker: ClaimChecker, row: dict[str, str]) ->
         elif offered:
             record["top3"] = bool(served.detail.get("offered")) and bool(set(cards[:3]) & set(gold_ids))
         else:
-            group = search.catalog.get(gold_ids[0]).group if search.catalog.get(gold_ids[0]) else ""
+            product = search.catalog.get(gold_ids[0])
+            group = product.group if product is not None else ""
             record["top3"] = served.detail.get("group") == group and not served.detail.get("offered")
     if row["gold_constraints"]:
         got = parsed_constraints(search, message)
@@ -162,6 +164,17 @@ def answer(search: ProductSearch, checker: ClaimChecker, row: dict[str, str]) ->
     record["claims"] = check.claims if check else 0
     record["unmatched_claims"] = check.unmatched if check else []
     return record
+
+
+def _gold_text(row: dict[str, str], gold_ids: list[str]) -> str:
+    """The row's gold in a few words, for the failure list."""
+    if row["kind"] == "fact":
+        return f"{row['gold_field']} = {row['gold_value']}"
+    if row["kind"] == "missing_fact":
+        return f"{row['gold_field']}: not stated"
+    shown = [alternatives.split("/")[0] for alternatives in gold_ids]
+    more = f" (+{len(shown) - 2} more)" if len(shown) > 2 else ""
+    return ", ".join(shown[:2]) + more + (f"; {row['gold_value']}" if row["kind"] == "stock" else "")
 
 
 def _norm(text: str) -> str:
@@ -212,7 +225,7 @@ def _failure(r: dict) -> dict[str, Any]:
     expected = r.get("constraints_gold") if r.get("constraints") is False else None
     got = r.get("constraints_got") if r.get("constraints") is False else None
     return {"id": r["id"], "split": r["split"], "kind": r["kind"], "language": r["language"], "message": r["message"],
-            "failed": why, "intent": r["intent"], "cards": r["cards"][:3], "facts": r["facts_got"],
+            "failed": why, "gold": r["gold"], "intent": r["intent"], "cards": r["cards"][:3], "facts": r["facts_got"],
             "unmatched": r["unmatched_claims"], "constraints_expected": expected, "constraints_got": got}
 
 
@@ -318,7 +331,7 @@ def markdown(report: dict) -> str:
 
 
 def _expected(f: dict) -> str:
-    return _short(f["constraints_expected"]) if f["constraints_expected"] else "see the set's gold"
+    return _short(f["constraints_expected"]) if f["constraints_expected"] else f["gold"]
 
 
 def _got(f: dict) -> str:
