@@ -23,7 +23,8 @@ import numpy as np
 
 from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, SearchAnswer, VariantAnswer
 from catalog.attributes import content_words, rank_attributes
-from catalog.constraints import COLOUR_ZH, COMPARISON, MATERIAL_ZH, Facets, Filters, parse
+from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
+from catalog.naming import base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
 
@@ -83,11 +84,6 @@ def card(product: CatalogProduct, language: str = "en", score: float = 0.0) -> C
                 currency=product.currency, availability=product.availability, link=product.link,
                 image_link=product.image_link, color=product.color, size=product.size,
                 category=product.category, score=round(score, 4))
-
-
-def base_title(product: CatalogProduct) -> str:
-    """The title without the variant's " - Colour / Size" suffix."""
-    return product.title.split(" - ")[0]
 
 
 class ProductSearch:
@@ -265,59 +261,7 @@ class ProductSearch:
         return [p for _, p in ranked]
 
     def _named(self, message: str, by_material: bool = False) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
-        products = list(self.catalog.products.values())
-        facets = self.facets
-        zh = bool(_CJK.search(message))
-        words = _zh_units(message) if zh else content_words(message)
-        kinds = parse(message, facets).categories if by_material else []
-        # A product is named when at least half of its title's own words (not its kind: "kettle", "towels") are in
-        # the message: "the family kettle" names the Family Electric Kettle, "your towels" names no towel. In Chinese,
-        # a quarter of its Chinese title's own character pairs ("家庭电水壶" names 家庭大容量电水壶 2.2 升).
-        share = 0.25 if zh else 0.5
-        named: dict[str, tuple[tuple[int, float], CatalogProduct]] = {}
-        for p in products:
-            own = self._own_zh(p) if zh else self._own_words(p)
-            hits = len(own & words)
-            # a material alone ("cotton" in "are your towels pure cotton?") is a question about it, not a name
-            telling = {w for w in own & words if not self._material_unit(w, zh)}
-            if by_material and p.category in kinds:
-                telling = own & words
-            if own and hits and (hits == len(own) or (telling and hits / len(own) >= share)):
-                rank = (hits, hits / len(own))
-                if p.group not in named or rank > named[p.group][0]:
-                    named[p.group] = (rank, p)
-        return named
-
-    def _own_words(self, p: CatalogProduct) -> set[str]:
-        """The words of a product's title that are not its kind's (a word of another kind's name counts: "oven" in
-        the Cast Iron Dutch Oven, not an oven mitt), nor numbers and units."""
-        kind = set().union(*(content_words(a) for a, leaves in self.facets.category_aliases.items()
-                             if p.category in leaves or " " not in a))
-        own = {w for w in content_words(base_title(p)) - kind if not w.replace(".", "").isdigit()}
-        return own - {"l", "ml", "pc", "pcs", "m"}
-
-    def _own_zh(self, p: CatalogProduct) -> set[str]:
-        """The character pairs (and Latin words and numbers: "LED", "1.7") of a product's Chinese title up to its
-        colour, less its kind's name ("电水壶", "盖毯")."""
-        if not p.title_zh:
-            return set()
-        parts = []
-        for part in p.title_zh.split():
-            if part.endswith("色") or part in _ZH_COLOUR_WORDS:
-                break
-            parts.append(part)
-        base = " ".join(parts)
-        for alias in sorted((a for a, leaves in self.facets.category_aliases_zh.items() if p.category in leaves),
-                            key=len, reverse=True):
-            base = base.replace(alias, " ")
-        units = _zh_units(base) - {"升", "米"}
-        # numbers and units tell only when the title has nothing else ("电水壶 1.7 升": "1.7")
-        return {u for u in units if _CJK.search(u)} or units
-
-    def _material_unit(self, unit: str, zh: bool) -> bool:
-        if not zh:
-            return unit in self.facets.material_words
-        return any(unit in word for word in MATERIAL_ZH)
+        return named_products(message, list(self.catalog.products.values()), self.facets, by_material)
 
     def _variant(self, group: str, filters: Filters) -> CatalogProduct:
         variants = [p for p in self.catalog.products.values() if p.group == group]
@@ -435,18 +379,6 @@ class ProductSearch:
                 rows.append(Row(field=name, cells=cells))
         note = "" if len(products) >= 2 else "Fewer than two products match; nothing to compare."
         return Comparison(products=[card(p, language) for p in products], rows=rows, filters=filters, note=note)
-
-
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-_ZH_COLOUR_WORDS = frozenset(COLOUR_ZH) | {"橄榄绿"}
-
-
-def _zh_units(text: str) -> set[str]:
-    """Chinese character pairs of each run of Chinese characters, and the Latin words and numbers, lower-case."""
-    units = {w for w in re.findall(r"[a-z0-9]+(?:[.-][a-z0-9]+)*", text.lower())}
-    for run in re.findall(r"[\u4e00-\u9fff]+", text):
-        units |= {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
-    return units
 
 
 def _has_words(text: str, term: str) -> bool:
