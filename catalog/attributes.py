@@ -14,8 +14,12 @@ docs/catalog.md for the measured precision@1 of each signal alone and fused).
 
 from __future__ import annotations
 
+import csv
 import re
-from collections.abc import Callable, Sequence
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -104,3 +108,43 @@ def rank_attributes(question: str, candidates: Sequence[tuple[str, str]], encode
 def candidate_texts(candidates: Sequence[tuple[str, str]]) -> list[str]:
     """Every stored text :func:`signals` embeds for these candidates (for a batch caller to embed in one pass)."""
     return [candidate_text(n, v) for n, v in candidates] + [n.replace("_", " ") for n, _ in candidates]
+
+
+def read_semipqa(path: Path) -> OrderedDict[str, dict]:
+    """semiPQA's attribute-ranking TSV: qid -> {"question", "pairs": [qa_pair_id...], "candidates": [(name,
+    value)...], "labels": [int...]} (labels empty when the file has no label column)."""
+    csv.field_size_limit(sys.maxsize)
+    questions: OrderedDict[str, dict] = OrderedDict()
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            entry = questions.setdefault(row["qid"], {"question": row["question"], "pairs": [], "candidates": [],
+                                                      "labels": []})
+            entry["pairs"].append(row["qa_pair_id"])
+            entry["candidates"].append(semipqa_candidate(row["candidate"]))
+            if row.get("label") not in (None, ""):
+                entry["labels"].append(int(row["label"]))
+    return questions
+
+
+def rank_semipqa(questions: OrderedDict[str, dict], encoder: Encoder,
+                 method: str = "fused") -> Iterator[tuple[str, dict, list[tuple[int, float]]]]:
+    """(qid, entry, ranking) per question of :func:`read_semipqa`, every distinct candidate text embedded once."""
+    texts = list(dict.fromkeys(t for entry in questions.values() for t in candidate_texts(entry["candidates"])))
+    vectors = dict(zip(texts, encoder.encode_passages(texts))) if method != "overlap" else {}
+
+    def embed(batch: list[str]) -> np.ndarray:
+        return np.stack([vectors[t] for t in batch]) if vectors else np.zeros((len(batch), encoder.dim), np.float32)
+
+    for qid, entry in questions.items():
+        yield qid, entry, rank_attributes(entry["question"], entry["candidates"], encoder, method=method, embed=embed)
+
+
+def precision_at_1(questions: OrderedDict[str, dict], encoder: Encoder, method: str = "fused") -> tuple[float, int]:
+    """Precision@1 over the labelled questions with at least one relevant attribute, and how many there were."""
+    hits = judged = 0
+    for _, entry, ranked in rank_semipqa(questions, encoder, method):
+        labels = entry["labels"]
+        if len(labels) == len(entry["pairs"]) and any(labels):
+            judged += 1
+            hits += labels[ranked[0][0]]
+    return (hits / judged if judged else 0.0), judged

@@ -13,7 +13,7 @@ not converted (the demo's prices are in USD; a shop selling in CNY gets what its
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
@@ -42,9 +42,14 @@ MATERIAL_SYNONYMS = {"microfiber": "microfibre", "aluminum": "aluminium", "wooll
 CATEGORY_SYNONYMS = {"throw": "blanket", "throws": "blanket", "jumper": "sweater", "jumpers": "sweater",
                      "pullover": "sweater", "earphones": "headphones", "headset": "headphones", "cup": "mug",
                      "cups": "mug", "comforter cover": "duvet cover", "quilt cover": "duvet cover", "lamp": "lamp",
-                     "tee": "t-shirt", "tees": "t-shirt", "tshirt": "t-shirt", "light": "lamp"}
+                     "tee": "t-shirt", "tees": "t-shirt", "tshirt": "t-shirt", "light": "lamp", "pot": "cookware",
+                     "pots": "cookware", "pan": "cookware", "pans": "cookware", "casserole": "cookware",
+                     "oven glove": "oven mitt", "oven gloves": "oven mitt"}
 CATEGORY_SYNONYMS_ZH = {"毛毯": "毯子", "盖毯": "毯子", "披毯": "毯子", "桌灯": "台灯", "耳麦": "耳机", "针织衫": "毛衣",
-                        "杯子": "马克杯", "水壶": "电水壶", "热水壶": "电水壶", "烧水壶": "电水壶"}
+                        "杯子": "马克杯", "水壶": "电水壶", "热水壶": "电水壶", "烧水壶": "电水壶", "壶": "电水壶"}
+# Comparison wording: a comparison may name two kinds ("the power bank and the travel adapter")
+COMPARISON = re.compile(r"\b(?:compare|comparing|comparison|versus|vs\.?|difference between|differences between)(?!\w)|"
+                        r"比较|对比|区别", re.I)
 SIZE_WORDS = {"extra small": "XS", "small": "S", "medium": "M", "large": "L", "extra large": "XL"}
 SIZE_ZH = {"小号": "S", "中号": "M", "大号": "L", "加大号": "XL"}
 
@@ -197,6 +202,7 @@ class Facets:
     sizes: dict[str, str] = field(default_factory=dict)
     material_words: set[str] = field(default_factory=set)  # words found in the catalog's material values
     leaf_zh: dict[str, str] = field(default_factory=dict)  # leaf -> its Chinese name
+    size_leaves: dict[str, set[str]] = field(default_factory=dict)  # lower-case size -> the leaves that have it
 
     @classmethod
     def from_products(cls, products: Iterable) -> Facets:
@@ -218,6 +224,8 @@ class Facets:
                 facets.colors[p.color.lower()] = p.color
             if p.size:
                 facets.sizes[p.size.lower()] = p.size
+                if leaf:
+                    facets.size_leaves.setdefault(p.size.lower(), set()).add(leaf)
             material = " ".join(v for k, v in p.attributes.items() if k.lower() == "material") + " " + p.material
             facets.material_words.update(re.findall(r"[a-z]+", material.lower()))
         for synonym, target in CATEGORY_SYNONYMS.items():
@@ -241,15 +249,16 @@ def _aliases(node: str) -> set[str]:
     head = _singular(words[-1])
     out.update({head, _plural(head)})
     if "-" in node:
-        out.update(a.replace("-", "") for a in list(out))
+        out.update({variant for a in list(out) for variant in (a.replace("-", ""), a.replace("-", " "))})
     return out
 
 
-def _longest(text: str, phrases: Iterable[str], words: bool = True) -> list[tuple[int, int, str]]:
-    """Non-overlapping matches of ``phrases`` in ``text``, longest first (word-bounded unless ``words`` is False)."""
+def _longest(text: str, phrases: Iterable[str], words: bool = True, bound: str = "a-z0-9") -> list[tuple[int, int, str]]:
+    """Non-overlapping matches of ``phrases`` in ``text``, longest first (word-bounded unless ``words`` is False;
+    ``bound``: the characters a word may not touch)."""
     taken: list[tuple[int, int, str]] = []
     for phrase in sorted(phrases, key=len, reverse=True):
-        pattern = (r"(?<![a-z0-9])" + re.escape(phrase) + r"(?![a-z0-9])") if words else re.escape(phrase)
+        pattern = (rf"(?<![{bound}])" + re.escape(phrase) + rf"(?![{bound}])") if words else re.escape(phrase)
         for match in re.finditer(pattern, text):
             if not any(s < match.end() and match.start() < e for s, e, _ in taken):
                 taken.append((match.start(), match.end(), phrase))
@@ -263,12 +272,22 @@ def parse(message: str, facets: Facets) -> Filters:
     out = Filters(language=language)
     spans: list[tuple[int, int]] = []  # what the constraints used up, so "m" in "ml" is not read again
 
-    # category: the longest names first ("desk lamps" before "lamps")
-    found = _longest(text, facets.category_aliases)
+    # category: the longest names first ("desk lamps" before "lamps"), but not a word of a longer size name ("sheet" in
+    # "bath sheet", a towel's size): that size names its categories
+    found = _longest(text, facets.category_aliases, bound="a-z0-9-")  # not "cable" in "cable-knit"
     found += [(s, e, p) for s, e, p in _longest(text, facets.category_aliases_zh, words=False)]
+    named_sizes = _longest(text, [z for z in facets.sizes if " " in z])
+    found = [m for m in found if not any(s <= m[0] and m[1] <= e and e - s > m[1] - m[0] for s, e, _ in named_sizes)]
+    if not found and named_sizes:
+        out.categories = sorted(set().union(*(facets.size_leaves.get(z, set()) for _, _, z in named_sizes)))
     if found:
-        start, end, phrase = max(found, key=lambda m: (m[1] - m[0], -m[0]))
-        leaves = facets.category_aliases.get(phrase) or facets.category_aliases_zh.get(phrase) or set()
+        # of two as long, the later: the head noun comes last ("粗针织盖毯" is a 盖毯, not 针织 knitwear)
+        start, end, phrase = max(found, key=lambda m: (m[1] - m[0], m[0]))
+        leaves = set(facets.category_aliases.get(phrase) or facets.category_aliases_zh.get(phrase) or set())
+        if COMPARISON.search(text):  # "compare the power bank and the travel adapter": both kinds
+            kinds = [set(facets.category_aliases.get(o) or facets.category_aliases_zh.get(o) or set()) for *_, o in found]
+            # not a generic word beside a narrower one ("lamp" beside "desk lamp", "毛巾" beside "浴巾")
+            leaves = set().union(*(kind for kind in kinds if not any(other < kind for other in kinds)))
         out.categories = sorted(leaves)
         out.category_term = text[start:end]
         spans.append((start, end))
@@ -276,7 +295,7 @@ def parse(message: str, facets: Facets) -> Filters:
     _parse_price(text, out)
     _parse_colour(text, facets, out)
     _parse_material(text, facets, out)
-    _parse_size(message, text, facets, out)
+    _parse_size(message, text, facets, out, spans)
     if re.search(r"\bin stock\b|\bavailable (?:now|today|right now)\b|有货|现货|有库存", text):
         out.in_stock = True
     _parse_order(text, out)
@@ -355,21 +374,29 @@ def _parse_material(text: str, facets: Facets, out: Filters) -> None:
         out.missing.append(f"material {hits[0]}")
 
 
-def _parse_size(message: str, text: str, facets: Facets, out: Filters) -> None:
+def _parse_size(message: str, text: str, facets: Facets, out: Filters,
+                spans: Sequence[tuple[int, int]] = ()) -> None:
     candidates: list[str] = []
     for match in re.finditer(r"\bsize\s+(extra large|extra small|xxl|xl|xs|s|m|l|\d+(?:/\d+)?|[a-z]{3,})\b", text):
         candidates.append(match.group(1))
     for match in re.finditer(r"\bin (?:an? |size )?(extra large|extra small|small|medium|large)\b", text):
         candidates.append(match.group(1))
+    candidates += re.findall(r"(?<![\d.])(\d{2}/\d{2})(?![\d/])", text)  # waist/length, "34/32"
     for match in re.finditer(r"\b(xs|s|m|l|xl|xxl)\s*(?:码|号)|(?<![a-z])(xs|s|m|l|xl|xxl)(?=码|号)", text):
         candidates.append(match.group(1) or match.group(2))
     candidates += [SIZE_ZH[p] for _, _, p in _longest(text, SIZE_ZH, words=False)]
-    # sizes of three letters or more ("queen", "king", "double") are words of their own
-    candidates += [p for _, _, p in _longest(text, [s for s in facets.sizes if len(s) >= 3 and s.isalpha()])]
+    # sizes of three letters or more ("queen", "king", "bath sheet") are words of their own, but not inside the
+    # category's name ("bath" in "bath towels"); so are "xs"/"xl"/"xxl" and the size words ("a sweater, medium")
+    own = [s for s in facets.sizes if len(s) >= 3 and s.replace(" ", "").isalpha()]
+    candidates += [p for s, e, p in _longest(text, own + list(SIZE_WORDS) + ["xs", "xl", "xxl"])
+                   if not any(a <= s and e <= b for a, b in spans)]
     for raw in candidates:
-        value = facets.sizes.get(raw.lower()) or facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower())
-        if value:
-            out.size = value
+        options = [o for o in (facets.sizes.get(raw.lower()), facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower()))
+                   if o]
+        if out.categories:  # "large" is L for a sweater and Large for a basket: the size the category has
+            options = [o for o in options if facets.size_leaves.get(o.lower(), set()) & set(out.categories)]
+        if options:
+            out.size = options[0]
             return
     plausible = [c for c in candidates if c.lower() in SIZE_WORDS or re.fullmatch(r"x{0,2}[sml]|xl|\d+(?:/\d+)?", c.lower())]
     if plausible:

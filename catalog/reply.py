@@ -30,7 +30,7 @@ from typing import Any
 
 from catalog.answers import Card
 from catalog.attributes import content_words
-from catalog.constraints import Filters
+from catalog.constraints import COMPARISON, Filters
 from catalog.search import ProductSearch, base_title, card
 from catalog.store import CatalogProduct
 from core.text import language_of
@@ -38,18 +38,22 @@ from core.text import language_of
 KINDS = ("search", "fact", "compare", "stock", "photo")
 
 _ADVICE = re.compile(r"\b(?:best|better|recommend\w*|suggest\w*|should i|gifts?|presents?|good for|suitable|ideal|"
-                     r"worth|advice|opinion|prefer)\b|推荐|哪个好|哪款好|哪个更|适合|送礼|礼物|值得|建议", re.I)
+                     r"worth|advice|opinion|prefer)\b|推荐|哪个好|哪款好|哪个更|"
+                     r"适合(?!几岁|多大|什么年龄)|送礼|礼物|值得|建议", re.I)  # "适合几岁" asks the age, not advice
 _NOT_PRODUCT = re.compile(
-    r"\b(?:return\w*|refund\w*|exchang\w*|ship|shipp\w*|shipped|deliver\w*|orders?|ordered|track\w*|cancel\w*|"
+    r"\b(?:return\w*|refund\w*|exchang\w*|ship|shipp\w*|shipped|deliver\w*|orders?|ordered|track\w*|"
+    r"(?<!noise )(?<!noise-)cancel\w*|"
     r"account|password|log ?in|invoice|receipt|pay|paying|payment|paid|charg\w*|coupon|promo\w*|voucher|discount code|"
     r"gift ?card|arriv\w*|damaged|broken|defective|faulty|torn|missing|wrong|complain\w*|repair\w*|replac\w*|"
     r"stopped working|not working|doesn'?t work|human|agent|my|mine|i bought|i received|i got|do i need|notify\w*|"
     r"notification|let me know|alert me|restock\w*|available again|warranty cover\w*|does the warranty)\b|"
     r"退货|退款|换货|运费|快递|发货|物流|订单|取消|账户|密码|发票|优惠券|坏了|破损|维修|我买的|我的|人工", re.I)
-_COMPARE = re.compile(r"\b(?:compare|comparing|comparison|versus|vs\.?|difference between|differences between)(?!\w)|"
-                      r"比较|对比|区别", re.I)
-_STOCK = re.compile(r"\b(?:in stock|out of stock|back in stock|sold out|come in|comes in|available in|in size|"
+_COMPARE = COMPARISON
+_STOCK = re.compile(r"\b(?:in stock|out of stock|back in stock|sold out|in size|"
                     r"in (?:an? )?(?:extra )?(?:small|medium|large))\b|有货|缺货|现货|有没有.{0,8}(?:码|号|色)", re.I)
+# "does it come in navy?", "what colours does it come in?" ask for a variant; "what fabric does it come in?" does not
+_COMES_IN = re.compile(r"\b(?:come|comes|available) in\b", re.I)
+_VARIANT_WORDS = re.compile(r"\b(?:colou?rs?|sizes?|shades?)\b|颜色|尺码", re.I)
 _SHOPPING = re.compile(r"\b(?:find|show|looking|look for|want|need|buy|sell|sells|carry|you have|you got|any|search|"
                        r"browse|cheap\w*|priciest|under|below|between|over|above|less than|how much|price\w*)\b|"
                        r"找|想买|有没有|卖|看看|多少钱|价格", re.I)
@@ -85,7 +89,7 @@ def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent
     if not text or _ADVICE.search(text) or _NOT_PRODUCT.search(text):
         return None
     filters = search.parse(text)
-    named = search.named(text)
+    named = search.named(text, by_material=True)
     category = bool(filters.categories)
     product_id = ""
     if not named and not category and last_answer and _PRONOUN.search(text):
@@ -94,9 +98,10 @@ def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent
     if _COMPARE.search(text):
         return Intent("compare", filters) if category or len(named) >= 2 else None
     asked_variant = bool(filters.color or filters.size or any(m.startswith(("color ", "size ")) for m in filters.missing))
-    if (named or product_id) and (_STOCK.search(text) or (asked_variant and _is_question(text))):
-        return Intent("stock", filters, product_id)
     asked = search.asked_field(text)
+    comes_in = bool(_COMES_IN.search(text)) and (asked_variant or bool(_VARIANT_WORDS.search(text)))
+    if (named or product_id) and (_STOCK.search(text) or comes_in or (asked_variant and _is_question(text))):
+        return Intent("stock", filters, product_id)
     if asked and asked != "availability" and (named or category or product_id) and _is_question(text):
         return Intent("fact", filters, product_id)
     if asked == "availability" and category:

@@ -23,7 +23,8 @@ import numpy as np
 
 from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, SearchAnswer, VariantAnswer
 from catalog.attributes import content_words, rank_attributes
-from catalog.constraints import Facets, Filters, parse
+from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
+from catalog.naming import base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
 
@@ -36,19 +37,33 @@ FACT_FLOOR = 0.4
 # Words that ask for a field by name, beyond the field's own name (which always counts)
 FIELD_WORDS = {
     "material": ("made of", "made from", "material", "fabric", "pure cotton", "100% cotton", "what is it made",
-                 "材质", "材料", "什么做的", "纯棉"),
+                 "composition", "材质", "材料", "什么做的", "成分", "是纯棉", "纯棉吗", "纯棉的吗"),
     "capacity": ("capacity", "litre", "liter", "litres", "liters", "how much water", "how many cups", "容量", "几升", "多少升"),
     "power": ("power", "watt", "watts", "wattage", "功率", "瓦"),
     "dimensions": ("dimensions", "how big", "measurements", "尺寸", "多大"),
     "weight": ("weight", "how heavy", "weigh", "重量", "多重"),
     "care": ("care", "wash", "washing", "washable", "machine washable", "machine wash", "clean", "iron", "洗", "保养"),
-    "warranty": ("warranty", "guarantee", "保修", "质保"),
+    "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
     "battery life": ("battery", "battery life", "续航", "电池"),
     "voltage": ("voltage", "volts", "电压"),
     "dishwasher safe": ("dishwasher", "洗碗机"),
     "brand": ("brand", "who makes", "品牌"),
-    "price": ("price", "how much is", "how much does", "cost", "价格", "多少钱"),
+    "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
     "availability": ("in stock", "available", "availability", "有货", "库存"),
+    "height": ("height", "how tall", "how high", "多高", "高度"),
+    "width": ("width", "how wide", "多宽", "宽度"),
+    "length": ("length", "长度", "多长"),
+    "arm reach": ("reach", "how far"),
+    "water resistance": ("waterproof", "water resistant", "water-resistant", "water resistance", "防水"),
+    "heat resistance": ("heat resistant", "heat resistance", "how hot", "耐热", "耐多少度", "耐高温"),
+    "weight per m²": ("gsm", "weight per m²", "克重"),
+    "certification": ("certified", "certification", "certificate", "认证"),
+    "pieces": ("how many pieces", "pieces", "几条", "几件", "几个", "多少件"),
+    "thread count": ("thread count", "支数", "纱支"),
+    "microwave safe": ("microwave", "微波炉"),
+    "keeps hot": ("keep hot", "keeps hot", "keep drinks hot", "stay hot", "保温多久", "保温多长"),
+    "age": ("how old", "what age", "几岁", "年龄"),
+    "sockets": ("plug types", "plug type", "plugs", "插头类型"),
 }
 FIELD_ZH = {"material": "材质", "capacity": "容量", "power": "功率", "dimensions": "尺寸", "weight": "重量",
             "care": "保养方式", "warranty": "保修", "battery life": "续航", "voltage": "电压", "price": "价格",
@@ -69,11 +84,6 @@ def card(product: CatalogProduct, language: str = "en", score: float = 0.0) -> C
                 currency=product.currency, availability=product.availability, link=product.link,
                 image_link=product.image_link, color=product.color, size=product.size,
                 category=product.category, score=round(score, 4))
-
-
-def base_title(product: CatalogProduct) -> str:
-    """The title without the variant's " - Colour / Size" suffix."""
-    return product.title.split(" - ")[0]
 
 
 class ProductSearch:
@@ -104,7 +114,18 @@ class ProductSearch:
 
     # ---- search -------------------------------------------------------------------------
     def parse(self, message: str) -> Filters:
-        return parse(message, self.facets)
+        """The message's constraints (:func:`catalog.constraints.parse`). In a comparison of products it names ("the
+        glass kettle and the gooseneck kettle"), a material word of their titles names them rather than filters."""
+        filters = parse(message, self.facets)
+        if not filters.material or not COMPARISON.search(message):
+            return filters
+        named = self.named(message, by_material=True)
+        titles = " ".join(f"{base_title(p)} {p.title_zh}".lower() for p in named)
+        words = [filters.material, *(k for k, v in MATERIAL_ZH.items() if v == filters.material)]
+        if len(named) < 2 or not any(word in titles for word in words):
+            return filters
+        changed = filters.model_copy(update={"material": ""})
+        return changed.model_copy(update={"label": changed.describe()})
 
     def scores(self, message: str, ids: list[str]) -> np.ndarray:
         """Hybrid score of each product in ``ids`` for ``message`` in the message's language's space."""
@@ -209,11 +230,12 @@ class ProductSearch:
         return f"Nothing matches {filters.label} exactly; these are the closest without {what}."
 
     # ---- facts --------------------------------------------------------------------------
-    def targets(self, message: str, filters: Filters, limit: int = 4, best_only: bool = True) -> list[CatalogProduct]:
+    def targets(self, message: str, filters: Filters, limit: int = 4, best_only: bool = True,
+                by_material: bool = False) -> list[CatalogProduct]:
         """The products a message is about: those it names by title (the best named only, unless ``best_only`` is
         False), else its category's (one per group, matching its colour/size when given), else the best search hit."""
         products = list(self.catalog.products.values())
-        named = self._named(message)
+        named = self._named(message, by_material)
         if named and filters.categories:
             # "the Merino Wool Throw" also names its kind: keep the named ones of that kind ("your towels" with
             # "cotton" names a material, not the Cotton Throw Blanket)
@@ -230,30 +252,16 @@ class ProductSearch:
         best = self._rank(message, products, filters)
         return [best[0][0]] if best else []
 
-    def named(self, message: str) -> list[CatalogProduct]:
-        """The products ``message`` names by title, one per item group, best named first ([] when it names none)."""
-        ranked = sorted(self._named(message).values(), key=lambda v: v[0], reverse=True)
+    def named(self, message: str, by_material: bool = False) -> list[CatalogProduct]:
+        """The products ``message`` names by title, one per item group, best named first ([] when it names none).
+        ``by_material``: a material word alone names a product of the kind the message names ("the glass kettle",
+        "is the merino throw available in navy?"); otherwise it is taken as a question about the material ("are your
+        towels pure cotton?")."""
+        ranked = sorted(self._named(message, by_material).values(), key=lambda v: v[0], reverse=True)
         return [p for _, p in ranked]
 
-    def _named(self, message: str) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
-        products = list(self.catalog.products.values())
-        words = content_words(message)
-        facets = self.facets
-        kind_words = set().union(*(content_words(a) for a in facets.category_aliases)) if products else set()
-        # A product is named when at least half of its title's own words (not its kind: "kettle", "towels") are in
-        # the message: "the family kettle" names the Family Electric Kettle, "your towels" names no towel.
-        named: dict[str, tuple[tuple[int, float], CatalogProduct]] = {}
-        for p in products:
-            own = {w for w in content_words(base_title(p)) - kind_words if not w.replace(".", "").isdigit()}
-            own -= {"l", "ml", "pc", "pcs", "m"}
-            hits = len(own & words)
-            # a material alone ("cotton" in "are your towels pure cotton?") is a question about it, not a name
-            telling = (own & words) - facets.material_words
-            if own and hits and (hits == len(own) or (telling and hits / len(own) >= 0.5)):
-                rank = (hits, hits / len(own))
-                if p.group not in named or rank > named[p.group][0]:
-                    named[p.group] = (rank, p)
-        return named
+    def _named(self, message: str, by_material: bool = False) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
+        return named_products(message, list(self.catalog.products.values()), self.facets, by_material)
 
     def _variant(self, group: str, filters: Filters) -> CatalogProduct:
         variants = [p for p in self.catalog.products.values() if p.group == group]
@@ -275,13 +283,20 @@ class ProductSearch:
     def asked_field(self, message: str) -> str:
         """The field the question names (its own name, or a word for it), "" when it names none."""
         text = " " + " ".join(message.lower().split()) + " "
-        names = set(FIELD_WORDS) | set(self.facets_attribute_names())
+        # a field's word inside the title of the product the message names best is part of its name ("noise cancelling" in
+        # the Noise-Cancelling Headphones, "cable" in the USB-C Cable, "fit" in the Slim Fit Jeans)
+        titles = [" " + f"{base_title(p)} {p.title_zh}".lower().replace("-", " ") + " " for p in self.named(message)[:1]]
+        text_plain = text.replace("-", " ")
+        names = sorted(set(FIELD_WORDS) | set(self.facets_attribute_names()))  # sorted: ties go the same way each run
         best = ""
         best_len = 0
         for name in names:
             for phrase in (name, *FIELD_WORDS.get(name, ())):
                 found = phrase in text if re.search(r"[\u4e00-\u9fff]", phrase) else \
                     re.search(r"(?<![a-z])" + re.escape(phrase) + r"(?![a-z])", text)
+                if found and any(_has_words(title, phrase.replace("-", " ")) if phrase.isascii() else phrase in title
+                                 for title in titles) and phrase.replace("-", " ") in text_plain:
+                    continue
                 if found and len(phrase) > best_len:
                     best, best_len = name, len(phrase)
         return best
@@ -313,7 +328,7 @@ class ProductSearch:
         color, size = filters.color or asked.get("color", ""), filters.size or asked.get("size", "")
         product = self.catalog.get(product_id) if product_id else None
         if product is None:
-            found = self.targets(message, filters.without("color").without("size"))
+            found = self.targets(message, filters.without("color").without("size"), by_material=True)
             product = found[0] if found else None
         if product is None:
             return None
@@ -348,7 +363,7 @@ class ProductSearch:
             products = [self.catalog.products[c.id] for c in self.search(message, k=filters.count or 2).products]
         else:
             assert filters is not None
-            products = self.targets(message, filters, best_only=False)
+            products = self.targets(message, filters, best_only=False, by_material=True)
             if len(products) < 2:
                 products = [self.catalog.products[c.id] for c in self.search(message, k=2).products]
         products = products[:4]

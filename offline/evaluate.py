@@ -187,6 +187,9 @@ def run_eval(limit: int | None = None, log: Callable[[str], None] = print, base_
     from offline.handoff_eval import run_handoff_eval
 
     report["handoff_triggers"] = run_handoff_eval(log=log)
+    from offline.catalog_eval import run_catalog_eval
+
+    report["catalog"] = run_catalog_eval(log=log)
     report["summary"] = summary(report)
     return report
 

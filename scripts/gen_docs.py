@@ -144,6 +144,7 @@ def results_markdown(eval_report: Path = REPORTS / "eval.json", bench_report: Pa
     """The latest `make eval` and `make bench` tables, rendered from their JSON by the functions that print them."""
     from bench.report import markdown as bench_markdown
     from offline.answer_report import markdown as answers_markdown
+    from offline.catalog_eval import markdown as catalog_markdown
     from offline.evaluate import markdown as eval_markdown
     from offline.handoff_eval import markdown as triggers_markdown
 
@@ -151,12 +152,15 @@ def results_markdown(eval_report: Path = REPORTS / "eval.json", bench_report: Pa
                                                edit="nothing here (run `make eval` or `make bench`)"), "",
              "The latest figures of `make eval` and `make bench`, generated from the reports they write. Each table",
              "names the date of its run. What the measures mean: [Routing](routing.md), [Answers](answers.md),",
-             "[Benchmarks](benchmarks.md); earlier figures: the [changelog](changelog.md) and each topic page."]
+             "[Product catalog](catalog.md), [Benchmarks](benchmarks.md); earlier figures: the [changelog](changelog.md)",
+             "and each topic page."]
     lines += _section("Routing (`make eval`)", eval_report, None, eval_markdown, "`make eval`")
     lines += _section("Answers (`make eval`, answers section)", eval_report, "answers", answers_markdown,
                       "`make eval` (or `tandem eval --answers-only`)")
     lines += _section("Handoff triggers (`make eval`, handoff_triggers section)", eval_report, "handoff_triggers",
                       triggers_markdown, "`make eval` (or `tandem eval --triggers-only`)")
+    lines += _section("Product catalog (`make eval`, catalog section)", eval_report, "catalog", catalog_markdown,
+                      "`make eval` (or `tandem eval --catalog-only`)")
     lines += _section("Benchmarks (`make bench`)", bench_report, None, bench_markdown, "`make bench`")
     return "\n".join(lines) + "\n"
 

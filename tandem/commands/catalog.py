@@ -3,10 +3,7 @@ attributes for questions in semiPQA's format."""
 
 from __future__ import annotations
 
-import csv
 import json
-import sys
-from collections import OrderedDict
 from pathlib import Path
 
 import typer
@@ -123,23 +120,6 @@ def compare(query: str = typer.Argument("", help="e.g. 'your two cheapest desk l
     typer.echo(table.model_dump_json() if as_json else table.markdown())
 
 
-def read_semipqa(path: Path) -> OrderedDict[str, dict]:
-    """qid -> {"question", "pairs": [qa_pair_id...], "candidates": [(name, value)...], "labels": [int...]}."""
-    from catalog.attributes import semipqa_candidate
-
-    csv.field_size_limit(sys.maxsize)
-    questions: OrderedDict[str, dict] = OrderedDict()
-    with path.open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            entry = questions.setdefault(row["qid"], {"question": row["question"], "pairs": [], "candidates": [],
-                                                      "labels": []})
-            entry["pairs"].append(row["qa_pair_id"])
-            entry["candidates"].append(semipqa_candidate(row["candidate"]))
-            if row.get("label") not in (None, ""):
-                entry["labels"].append(int(row["label"]))
-    return questions
-
-
 @catalog_cli.command("rank-attributes")
 def rank_attributes_command(
         questions: Path = typer.Option(..., exists=True, dir_okay=False, help="semiPQA attribute-ranking TSV."),
@@ -147,25 +127,15 @@ def rank_attributes_command(
         method: str = typer.Option("fused", help="fused (the chat's ranking), dense or overlap.")) -> None:
     """Rank each question's candidate attributes, best first, with the ranking product facts use. When the file has
     a label column, prints precision@1 over the questions with at least one relevant attribute."""
-    import numpy as np
-
-    from catalog.attributes import METHODS, candidate_texts, rank_attributes
+    from catalog.attributes import METHODS, rank_semipqa, read_semipqa
 
     if method not in METHODS:
         raise typer.BadParameter(f"method must be one of {', '.join(METHODS)}")
     data = read_semipqa(questions)
-    encoder = _encoder()
-    texts = list(dict.fromkeys(t for entry in data.values() for t in candidate_texts(entry["candidates"])))
-    vectors = dict(zip(texts, encoder.encode_passages(texts))) if method != "overlap" else {}
-
-    def embed(batch: list[str]) -> np.ndarray:
-        return np.stack([vectors[t] for t in batch]) if vectors else np.zeros((len(batch), encoder.dim), np.float32)
-
     hits = judged = 0
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:
-        for qid, entry in data.items():
-            ranked = rank_attributes(entry["question"], entry["candidates"], encoder, method=method, embed=embed)
+        for qid, entry, ranked in rank_semipqa(data, _encoder(), method):
             order = [entry["pairs"][i] for i, _ in ranked]
             handle.write(json.dumps({"qid": qid, "ranked": order}) + "\n")
             labels = entry["labels"]

@@ -150,7 +150,10 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
              sets: str = typer.Option("demo,heldout,zh", "--sets", help="Answer sets, comma-separated: demo "
                                       "(the demo shop's held-out split), demo-dev, heldout (Bitext), zh."),
              triggers_only: bool = typer.Option(False, "--triggers-only", help="Only the handoff_triggers section "
-                                                "(seconds, no model; the other figures already in --out are kept).")
+                                                "(seconds, no model; the other figures already in --out are kept)."),
+             catalog_only: bool = typer.Option(False, "--catalog-only", help="Only the catalog section (the "
+                                               "hand-written product messages over the demo catalog, and semiPQA; "
+                                               "a minute or two, no LLM; the other figures in --out are kept).")
              ) -> None:
     """Routing quality on the test files, thresholds chosen on train/valid; then the quality of the final answers
     (`make eval`, which then renders the report into docs/results.md with `python -m scripts.gen_docs`)."""
@@ -163,6 +166,16 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
         if unknown:
             raise typer.BadParameter(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(EVAL_SETS)}")
     out.parent.mkdir(parents=True, exist_ok=True)
+    if catalog_only:
+        from offline.catalog_eval import markdown as catalog_markdown
+        from offline.catalog_eval import run_catalog_eval
+
+        report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+        report["catalog"] = run_catalog_eval(log=log)
+        out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+        typer.echo(catalog_markdown(report["catalog"]))
+        log(f"wrote {out}")
+        return
     if triggers_only:
         from offline.handoff_eval import markdown as triggers_markdown
         from offline.handoff_eval import run_handoff_eval

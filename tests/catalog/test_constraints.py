@@ -79,3 +79,55 @@ def test_cheapest_with_a_count_and_category_synonyms(facets):
                                          ("一万", 10000), ("150", 150), ("蓝色", None)])
 def test_chinese_numerals(text, value):
     assert chinese_number(text) == value
+
+
+# ---- on the demo catalog: its sizes ("Bath", "Bath Sheet", "Large" next to "L") and kinds; found by the catalog eval's
+# dev split (knowledge/eval/catalog_messages.csv)
+@pytest.fixture(scope="module")
+def demo():
+    from offline.catalog_eval import DEMO_FEED
+
+    return Facets.from_products(read_feed(DEMO_FEED).products)
+
+
+def test_a_size_word_inside_the_category_name_is_not_a_size(demo):
+    towels = parse("bath towels", demo)
+    assert (towels.categories, towels.size) == (["Bath Towels"], "")
+    hand = parse("show me hand towels", demo)
+    assert hand.size == "Hand"
+
+
+def test_a_size_name_that_holds_a_category_word_wins_and_names_its_category(demo):
+    sheet = parse("blue bath sheet in stock", demo)  # a towel's size, not the Sheets
+    assert (sheet.categories, sheet.size, sheet.color, sheet.in_stock) == (["Bath Towels"], "Bath Sheet", "Blue", True)
+
+
+def test_a_size_word_takes_the_size_the_category_has(demo):
+    assert parse("navy sweater in large", demo).size == "L"  # not the baskets' "Large"
+    assert parse("a bamboo basket in large", demo).size == "Large"
+    assert parse("green jumper XL", demo).size == "XL"
+    kettle = parse("a small electric kettle", demo)  # kettles come in no size
+    assert kettle.size == "" and kettle.categories == ["Kettles"]
+
+
+def test_jeans_sizes_are_read_as_sizes(demo):
+    assert parse("do the slim fit jeans come in 30/32?", demo).size == "30/32"
+    assert parse("do the slim fit jeans come in 28/32?", demo).missing == ["size 28/32"]
+
+
+@pytest.mark.parametrize("message, kind", [
+    ("olive t shirt size L", "T-Shirts"), ("blue cast iron pot", "Cookware"), ("red oven gloves", "Oven Mitts"),
+    ("手冲鹅颈壶", "Kettles"), ("粗针织盖毯灰色有货吗？", "Throw Blankets"),  # the head noun, not 针织 knitwear
+])
+def test_more_names_of_kinds(demo, message, kind):
+    assert parse(message, demo).categories == [kind]
+
+
+def test_a_comparison_takes_each_kind_it_names_but_not_a_word_inside_another(demo):
+    both = parse("compare the power bank and the travel adapter", demo)
+    assert both.categories == ["Power Banks", "Travel Adapters"]
+    lamps = parse("compare the clip-on reading lamp and the swing-arm desk lamp", demo)
+    assert lamps.categories == ["Desk Lamps"]  # "lamp" beside "desk lamp" adds no table lamps
+    sweaters = parse("compare the cotton cable-knit sweater with the merino wool sweater", demo)
+    assert sweaters.categories == ["Sweaters"]  # not "cable" in "cable-knit"
+    assert parse("a blue lamp", demo).categories == ["Desk Lamps", "Table Lamps"]  # outside a comparison: one kind

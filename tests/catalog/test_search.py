@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from catalog.reply import intent
 from catalog.search import ProductSearch
-from tests.catalog.shop import open_catalog, write_feed
+from tests.catalog.shop import open_catalog, rows, write_feed
 
 
 @pytest.fixture(scope="module")
@@ -127,3 +128,52 @@ def test_a_variant_question_says_whether_that_colour_and_size_exist_and_are_in_s
     absent = shop.variant("do you have it in blue in size M?", product_id="S1")
     assert not absent.offered and absent.variants == [] and absent.colors == ["Navy"]
     assert absent.text == "Merino Wool Sweater does not come in Blue size M; it comes in Navy; sizes M, L."
+
+
+# ---- found by the catalog eval's dev split (knowledge/eval/catalog_messages.csv) -----------------------------------
+def test_a_chinese_message_names_a_product_by_its_chinese_title(shop):
+    [fact] = shop.fact("家庭电水壶能装多少升？").facts  # 家庭电水壶 2.2 升, named by part of its title
+    assert (fact.product_id, fact.field, fact.value) == ("K1", "capacity", "2.2 L")
+    table = shop.compare("家庭电水壶和旅行电水壶比较一下")
+    assert sorted(c.id for c in table.products) == ["K1", "K2"]
+
+
+def test_how_much_a_product_weighs_is_not_its_price(shop):
+    [fact] = shop.fact("how much does the family kettle weigh?").facts
+    assert (fact.product_id, fact.field, fact.stated) == ("K1", "weight", False)  # the record has no weight: no guess
+
+
+def test_a_material_word_names_the_product_in_a_comparison_and_a_variant_question(shop):
+    filters = shop.parse("compare the merino wool throw and the fleece blanket")
+    assert filters.material == "" and filters.categories == ["Throw Blankets"]
+    table = shop.compare("compare the merino wool throw and the fleece blanket")
+    assert sorted(c.id for c in table.products) == ["B3", "B4"]
+    navy = shop.variant("is the merino throw available in navy?")  # the merino throw, not the first throw
+    assert (navy.group, navy.offered, navy.colors) == ("merino-throw", False, ["Blue"])
+    assert shop.parse("a wool throw under $100").material == "wool"  # outside a comparison it still filters
+
+
+@pytest.fixture(scope="module")
+def headphones(encoder, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("headphones")
+    row = {"id": "H1", "title": "Noise-Cancelling Headphones - Black", "price": "149.00 USD", "availability": "in_stock",
+           "brand": "Northwind", "color": "Black", "material": "Plastic", "product_type": "Electronics > Headphones",
+           "item_group_id": "nc", "product_detail": "Features:noise cancelling:active,Warranty:warranty:2 years",
+           "title_zh": "降噪耳机 黑色", "product_type_zh": "电子 > 耳机"}
+    catalog = open_catalog(folder / "store", encoder)
+    catalog.ingest(write_feed(folder / "feed.tsv", [*rows(), row]))
+    return ProductSearch(catalog)
+
+
+def test_a_field_word_in_the_products_own_name_is_not_the_field_asked(headphones):
+    message = "how long is the warranty on the noise cancelling headphones?"
+    found = intent(headphones, message)  # "cancelling" is not an order's cancellation
+    assert found is not None and found.kind == "fact"
+    [fact] = headphones.fact(message).facts
+    assert (fact.product_id, fact.field, fact.value) == ("H1", "warranty", "2 years")
+
+
+def test_come_in_asks_for_a_variant_only_about_a_colour_or_size(headphones):
+    assert intent(headphones, "does the merino wool sweater come in navy?").kind == "stock"
+    assert intent(headphones, "what colours does the merino wool sweater come in?").kind == "stock"
+    assert intent(headphones, "what fabric does the merino wool sweater come in?").kind == "fact"

@@ -45,7 +45,7 @@ def test_a_setting_in_no_group_is_still_listed_and_a_missing_report_is_named(tmp
     assert "## Not in a group yet" in page and "| `TANDEM_FORGOTTEN` | str | `x` | In no group. |" in page
     assert "TANDEM_GONE" not in page
     results = gen_docs.results_markdown(tmp_path / "eval.json", tmp_path / "bench.json")
-    assert results.count("Not measured yet") == 4  # routing, answers, handoff triggers, benchmarks
+    assert results.count("Not measured yet") == 5  # routing, answers, handoff triggers, catalog, benchmarks
 
 
 def test_check_finds_a_page_that_differs_from_what_the_generator_writes(tmp_path: Path):
