@@ -4,6 +4,8 @@ the best suggestion. The same state machine the agent API uses (chains/conversat
 
 from __future__ import annotations
 
+import base64
+
 import pandas as pd
 import streamlit as st
 
@@ -61,6 +63,13 @@ def act(action, done: str) -> None:
 st.subheader("Why the bot handed it over")
 st.write(f"**{item['trigger']}**: {item['reason']}")
 with st.expander("Handoff packet (unsent suggestions)", expanded=True):
+    for number, photo in enumerate(packet.get("photos") or [], 1):
+        # the customer's photo (a small copy: the upload itself was deleted once read) and what was read from it
+        st.markdown(f"**Photo {number} the customer sent**" + (f" ({photo['name']})" if photo.get("name") else ""))
+        if str(photo.get("thumbnail", "")).startswith("data:image/"):
+            st.image(base64.b64decode(photo["thumbnail"].split(",", 1)[1]), width=240)
+        st.caption("Barcode read: " + (", ".join(photo.get("codes") or []) or "none") + " · Text read: "
+                   + (photo.get("text") or "none"))
     if packet.get("passages"):
         st.dataframe(pd.DataFrame(packet["passages"])[["answer_id", "title", "score"]], hide_index=True)
     if packet.get("draft"):
