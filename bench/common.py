@@ -62,6 +62,8 @@ class Sizes:
     prefix_budget_s: float | None = 120.0       # no conversation starts after this much replay (the report counts)
     mixed_sessions: int = 2                     # held-out sessions of the mixed trace, replayed in 5 passes (6.5 min)
     idle_live: int = 5                          # live LLM-bound messages, with the idle-time worker off and on (2.6 min)
+    catalog_messages: int = 200                 # distinct search and as many fact messages per catalog size
+    catalog_update_trials: int = 5              # price changes ingested while two replicas are asked the price
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
@@ -73,7 +75,7 @@ QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bo
               level_seconds=3.0, routing_budget_s=45.0, profile_budget_s=20.0,
               llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
               replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=2, prefix_before_conversations=1,
-              prefix_budget_s=60.0, mixed_sessions=1, idle_live=4)
+              prefix_budget_s=60.0, mixed_sessions=1, idle_live=4, catalog_messages=60, catalog_update_trials=2)
 
 
 def rng() -> random.Random:

@@ -9,7 +9,9 @@ same app on torch at 8 clients (served backend / torch), then 2 replicas behind 
 on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.prefix_reuse --conversations N`);
 7. the three caches of issue 42 on one replayed mixed trace, each off and on (bench/mixed_trace.py; alone:
 `python -m bench.mixed_trace --sessions N`);  8. the idle-time worker's delay to live traffic that arrives with gaps
-(bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`).
+(bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`);  9. the product catalog: search
+and fact answers at 1,000 and 10,000 synthetic products, ingesting 10,000, a price update seen by two replicas
+(bench/catalog.py).
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
@@ -108,6 +110,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                  ("encoders",)),
     "routing": ("1. routing overhead per stage over the demo KB, and the hot path's profile", (),
                 ("routing", "routing_overhead_ms", "profile")),
+    "catalog": ("9. the product catalog: search and fact answers at 1,000 and 10,000 products, ingesting 10,000, and a "
+                "price update seen by two replicas", (), ("catalog",)),
     "policies": ("3. hybrid vs always-LLM vs always-small on HINT3, Bitext, tau-bench (samples vLLM)", ("routing",),
                  ("policy_sizes", "llm_server_events", "policies", "hybrid_vs_always_llm")),
     "app": ("2, 4, 5. cold start, end-to-end per route, API surfaces, vLLM at 1/8/32 clients, throughput, torch side by "
@@ -125,7 +129,7 @@ STEPS = {"export": "encoders", "encoders": "encoders", "routing": "routing", "pr
          "policies": "policies", "llm_server": "policies", "llm_sample": "policies", "llm_levels": "app",
          "cold_start": "app", "end_to_end": "app", "api_surfaces": "app", "throughput": "app",
          "torch_side_by_side": "app", "replicas": "replicas", "prefix_reuse": "prefix", "mixed_trace": "mixed",
-         "idle_interference": "idle"}
+         "idle_interference": "idle", "catalog": "catalog"}
 
 
 def chosen_sections(names: list[str]) -> list[str]:
@@ -269,6 +273,11 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     if "routing" in ran:
         with _Timed(result, "routing", quick):
             timings = _routing(result, sizes, clock, settings)
+        gc.collect()
+
+    if "catalog" in ran:
+        with _Timed(result, "catalog", quick):
+            _catalog(result, sizes, clock, settings, export, tmp)
         gc.collect()
 
     llm_server = app = None
@@ -487,6 +496,16 @@ def _replicas(result: dict, sizes, clock: Clock, settings, small_pool: list[str]
                        (result.get("encoder_export") or {}).get("folder"), sizes, log)
     if cluster:
         result["replicas"] = cluster
+
+
+def _catalog(result: dict, sizes, clock: Clock, settings, export: dict | None, tmp: Path) -> None:
+    """9. The catalog (issue 59): answers at 1,000 and 10,000 synthetic products, the 10,000-product ingest, and a
+    price update on two replicas (bench/catalog.py)."""
+    from bench import catalog
+
+    measured = _section(result, "catalog", clock, catalog.run, sizes, (export or {}).get("folder"), settings, log, tmp)
+    if measured:
+        result["catalog"] = measured
 
 
 def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: list[str], llm_pool: list[str],
