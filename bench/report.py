@@ -340,8 +340,10 @@ def _mixed_lines(result: dict) -> list[str]:
 def _catalog_lines(result: dict) -> list[str]:
     """Section 9 (bench/catalog.py): the catalog tier's answers per catalog size, the ingest, the replicas."""
     catalog = result.get("catalog") or {}
+    failed = ["", "Catalog parts that failed in this run: " + "; ".join(f"{k}: {v}" for k, v in catalog["errors"].items())
+              ] if catalog.get("errors") else []
     if not catalog.get("at"):
-        return []
+        return failed
     lines = ["", "Product catalog (synthetic Merchant Center feeds varied from the demo catalog; the catalog tier's "
              "claim and answer as the chain runs them, distinct messages; `tandem catalog ingest --no-images` in its "
              f"own process, {catalog.get('cores')} cores):", "",
@@ -369,7 +371,7 @@ def _catalog_lines(result: dict) -> list[str]:
                   f"{_fmt(update.get('max_s'), 's')}, p50 {_fmt(update.get('p50_s'), 's')} over "
                   f"{len(update['trials'])} updates, never seen {update.get('never_seen')}; target <= 2 s: "
                   f"{verdict}."]
-    return lines
+    return lines + failed
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:
