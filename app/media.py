@@ -112,6 +112,30 @@ def load_image(path: str | Path, max_mb: float):
                                   "Please take the screenshot again.") from None
 
 
+class NothingRead(AttachmentError):
+    """A photo with neither a barcode nor any text: the customer reads why, and the photo (its small copy) still goes
+    with the request, for the catalog to say it found no product and hand the photo to a person."""
+
+    def __init__(self, message: str, photo: PhotoRead):
+        super().__init__(message)
+        self.photo = photo
+
+
+THUMBNAIL_SIDE = 320  # the long side of the copy a handoff packet keeps (an operator sees what was sent, no more)
+
+
+def thumbnail(image) -> str:
+    """A small JPEG copy of ``image`` as a data URL."""
+    import base64
+    import io
+
+    copy = image.copy()
+    copy.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+    buffer = io.BytesIO()
+    copy.convert("RGB").save(buffer, format="JPEG", quality=70)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
 def ocr_text(boxes: list) -> str:
     """Join RapidOCR boxes ``[corners, text, score]`` into lines, in reading order.
 
@@ -235,20 +259,20 @@ class MediaReader:
         return self._ocr_image(load_image(path, self.max_mb), path)
 
     def read_photo(self, path: str | Path) -> PhotoRead:
-        """An image's barcodes and OCR text, for a product look-up; raises AttachmentError only when it has neither
-        (or cannot be opened)."""
+        """An image's barcodes and OCR text, for a product look-up, with a small copy of it; raises AttachmentError
+        when it cannot be opened, and :class:`NothingRead` (which carries the photo) when it has neither."""
         image = load_image(path, self.max_mb)
         try:
             codes = read_barcodes(image)
         except ImportError:  # the decoder is not installed: the label's text still serves
             codes = []
+        photo = PhotoRead(codes=codes, name=Path(path).name, thumbnail=thumbnail(image))
         try:
-            text = self._ocr_image(image, path)
-        except AttachmentError:
+            photo.text = self._ocr_image(image, path)
+        except AttachmentError as exc:
             if not codes:
-                raise
-            text = ""
-        return PhotoRead(codes=codes, text=text)
+                raise NothingRead(str(exc), photo) from None
+        return photo
 
     def _ocr_image(self, image, path: str | Path) -> str:
         if max(image.size) > OCR_MAX_SIDE:
@@ -310,6 +334,8 @@ class MediaReader:
                     photos.append(photo)
             except AttachmentError as exc:
                 errors.append(str(exc))
+                if isinstance(exc, NothingRead):  # nothing read, but the catalog may still say so and hand it over
+                    photos.append(exc.photo)
             finally:
                 Path(path).unlink(missing_ok=True)
         return texts, photos, errors
@@ -354,6 +380,8 @@ class MediaReader:
             kind, text, photo = self.read_file(path)
         except AttachmentError as exc:
             out.errors.append(str(exc))
+            if isinstance(exc, NothingRead):
+                out.photos.append(exc.photo)
             return
         except TandemError as exc:  # OCR or Whisper itself is not available: this file only, said plainly
             what = "read images" if kind_of(path) == "image" else "listen to voice messages"

@@ -67,6 +67,8 @@ class Sizes:
     handoff_sessions: int = 20
     handoff_messages: int = 16
     handoff_predict_sample: int = 10
+    catalog_messages: int = 200                 # distinct search and as many fact messages per catalog size
+    catalog_update_trials: int = 5              # price changes ingested while two replicas are asked the price
 
 
 FULL = Sizes(routing_queries=1200, cache_repeats=150, profile_queries=300, per_bot_limit=None, bitext_limit=None,
@@ -79,7 +81,7 @@ QUICK = Sizes(routing_queries=250, cache_repeats=40, profile_queries=100, per_bo
               llm_budget_s=30.0, embed_budget_s=30.0, llm_level_seconds=6.0, encoder_single=100, encoder_batch=160,
               replica_seconds=5.0, cross_replica_pairs=20, prefix_conversations=2, prefix_before_conversations=1,
               prefix_budget_s=60.0, mixed_sessions=1, idle_live=4, handoff_sessions=8, handoff_messages=8,
-              handoff_predict_sample=4)
+              handoff_predict_sample=4, catalog_messages=60, catalog_update_trials=2)
 
 
 def rng() -> random.Random:

@@ -69,6 +69,15 @@ def targets(result: dict) -> list[dict]:
         ("time to the offer of a person, out of scope, records filled, p50", "<= 2 s",
          _get(result, "handoff", "to_offer", "after_records", "time_to_offer_s", "p50"), "s", lambda v: v <= 2),
     ]
+    catalog = result.get("catalog") or {}
+    for size in ("1000", "10000"):
+        for kind in ("search", "fact"):
+            rows.append((f"catalog {kind} answer p50, {int(size):,} products", "<= 30 ms",
+                         _get(catalog, "at", size, kind, "p50"), "ms", lambda v: v <= 30))
+    rows.append(("catalog ingest, 10,000 products", "<= 120 s", _get(catalog, "at", "10000", "ingest_s"), "s",
+                 lambda v: v <= 120))
+    rows.append(("catalog price update seen on every replica (max)", "<= 2 s",
+                 _get(catalog, "price_update", "max_s"), "s", lambda v: v <= 2))
     mixed = [{"metric": f"mixed trace: {t['metric']}", "target": t["target"], "measured": t["measured"],
               "unit": "x" if t["target"].startswith("<=") else "count", "met": t["met"]}
              for section in ("mixed_trace", "idle_interference")  # issue 42 (bench/mixed_trace.py, idle_interference.py)
@@ -102,6 +111,7 @@ def markdown(result: dict) -> str:
     lines += _prefix_lines(result)
     lines += _mixed_lines(result)
     lines += _handoff_lines(result)
+    lines += _catalog_lines(result)
     lines += _budget_lines(result)
     return "\n".join(lines)
 
@@ -337,6 +347,41 @@ def _handoff_lines(result: dict) -> list[str]:
     from bench.handoff import table
 
     return ["", *table(result["handoff"])] if result.get("handoff") else []
+def _catalog_lines(result: dict) -> list[str]:
+    """Section 9 (bench/catalog.py): the catalog tier's answers per catalog size, the ingest, the replicas."""
+    catalog = result.get("catalog") or {}
+    failed = ["", "Catalog parts that failed in this run: " + "; ".join(f"{k}: {v}" for k, v in catalog["errors"].items())
+              ] if catalog.get("errors") else []
+    if not catalog.get("at"):
+        return failed
+    lines = ["", "Product catalog (synthetic Merchant Center feeds varied from the demo catalog; the catalog tier's "
+             "claim and answer as the chain runs them, distinct messages; `tandem catalog ingest --no-images` in its "
+             f"own process, {catalog.get('cores')} cores):", "",
+             "| products | search p50 / p95 ms | fact p50 / p95 ms | ingest s (CPU s) | embedded | search p50 target | "
+             "ingest target |", "|---|---|---|---|---|---|---|"]
+    for size, row in catalog["at"].items():
+        search, fact = row.get("search") or {}, row.get("fact") or {}
+        met = "met" if all((r.get("p50") or 1e9) <= 30 for r in (search, fact)) else "**missed**"
+        ingest = row.get("ingest_s")
+        ingest_met = ("met" if ingest is not None and ingest <= 120 else "**missed**") if size == "10000" else "-"
+        lines.append(f"| {int(size):,} | {_fmt(search.get('p50'))} / {_fmt(search.get('p95'))} | "
+                     f"{_fmt(fact.get('p50'))} / {_fmt(fact.get('p95'))} | {_fmt(ingest)} "
+                     f"({_fmt((row.get('ingest') or {}).get('cpu_s'))} CPU) | "
+                     f"{(row.get('ingest') or {}).get('embedded', 'n/a')} | {met} (<= 30 ms) | {ingest_met} |")
+    render = catalog.get("render_pictures") or {}
+    if render:
+        lines += ["", f"Pictures and barcode images (left out of the ingest time above): "
+                  f"{_fmt(render.get('ms_per_product'), 'ms')} per product ({render.get('products')} products)."]
+    update = catalog.get("price_update") or {}
+    if update.get("trials"):
+        verdict = ("met" if update.get("max_s") is not None and update["max_s"] <= 2 else "**missed**")
+        lines += ["", f"A price update seen on every replica ({update.get('replicas')} `tandem serve` replicas, "
+                  f"{update.get('database')}, {update.get('chroma')}; `tandem catalog ingest` of the changed feed "
+                  f"while each replica is asked \"{update.get('question')}\"): max "
+                  f"{_fmt(update.get('max_s'), 's')}, p50 {_fmt(update.get('p50_s'), 's')} over "
+                  f"{len(update['trials'])} updates, never seen {update.get('never_seen')}; target <= 2 s: "
+                  f"{verdict}."]
+    return lines + failed
 
 
 def _pair(result: dict, key: str, a: str, b: str, unit: str) -> str:

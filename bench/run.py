@@ -10,7 +10,9 @@ on a second vLLM with it off (bench/prefix_reuse.py; alone: `python -m bench.pre
 7. the three caches of issue 42 on one replayed mixed trace, each off and on (bench/mixed_trace.py; alone:
 `python -m bench.mixed_trace --sessions N`);  8. the idle-time worker's delay to live traffic that arrives with gaps
 (bench/idle_interference.py; alone: `python -m bench.idle_interference --live N`);  9. the handoff: until the
-operator's inbox shows it, and the time to the offer of a person with the predicted failure (bench/handoff.py).
+operator's inbox shows it, and the time to the offer of a person with the predicted failure (bench/handoff.py);
+10. the product catalog: search and fact answers at 1,000 and 10,000 synthetic products, ingesting 10,000, a price
+update seen by two replicas (bench/catalog.py).
 Also one pyinstrument profile of the hot path. Writes reports/bench.json, reports/profile.txt and
 the README bench section.
 Targets are printed next to the measurements, never asserted: a slow run still writes its report.
@@ -109,6 +111,8 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                  ("encoders",)),
     "routing": ("1. routing overhead per stage over the demo KB, and the hot path's profile", (),
                 ("routing", "routing_overhead_ms", "profile")),
+    "catalog": ("10. the product catalog: search and fact answers at 1,000 and 10,000 products, ingesting 10,000, and a "
+                "price update seen by two replicas", (), ("catalog",)),
     "policies": ("3. hybrid vs always-LLM vs always-small on HINT3, Bitext, tau-bench (samples vLLM)", ("routing",),
                  ("policy_sizes", "llm_server_events", "policies", "hybrid_vs_always_llm")),
     "app": ("2, 4, 5. cold start, end-to-end per route, API surfaces, vLLM at 1/8/32 clients, throughput, torch side by "
@@ -128,7 +132,7 @@ STEPS = {"export": "encoders", "encoders": "encoders", "routing": "routing", "pr
          "policies": "policies", "llm_server": "policies", "llm_sample": "policies", "llm_levels": "app",
          "cold_start": "app", "end_to_end": "app", "api_surfaces": "app", "throughput": "app",
          "torch_side_by_side": "app", "replicas": "replicas", "prefix_reuse": "prefix", "mixed_trace": "mixed",
-         "idle_interference": "idle", "handoff": "handoff"}
+         "idle_interference": "idle", "handoff": "handoff", "catalog": "catalog"}
 
 
 def chosen_sections(names: list[str]) -> list[str]:
@@ -272,6 +276,11 @@ def _run(result: dict, sizes, clock: Clock, homes: dict, tmp: Path, llm_port: in
     if "routing" in ran:
         with _Timed(result, "routing", quick):
             timings = _routing(result, sizes, clock, settings)
+        gc.collect()
+
+    if "catalog" in ran:
+        with _Timed(result, "catalog", quick):
+            _catalog(result, sizes, clock, settings, export, tmp)
         gc.collect()
 
     llm_server = app = None
@@ -498,6 +507,16 @@ def _replicas(result: dict, sizes, clock: Clock, settings, small_pool: list[str]
                        (result.get("encoder_export") or {}).get("folder"), sizes, log)
     if cluster:
         result["replicas"] = cluster
+
+
+def _catalog(result: dict, sizes, clock: Clock, settings, export: dict | None, tmp: Path) -> None:
+    """9. The catalog (issue 59): answers at 1,000 and 10,000 synthetic products, the 10,000-product ingest, and a
+    price update on two replicas (bench/catalog.py)."""
+    from bench import catalog
+
+    measured = _section(result, "catalog", clock, catalog.run, sizes, (export or {}).get("folder"), settings, log, tmp)
+    if measured:
+        result["catalog"] = measured
 
 
 def _end_to_end(result: dict, sizes, clock: Clock, app, llm_server, small_pool: list[str], llm_pool: list[str],

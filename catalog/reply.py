@@ -80,6 +80,9 @@ class Reply:
     filters: list[dict[str, Any]] = field(default_factory=list)   # the chips (Filters.chips)
     sources: list[dict[str, Any]] = field(default_factory=list)   # facts: product id and field
     detail: dict[str, Any] = field(default_factory=dict)           # for the trace
+    # Why a person should take over ("" for no): a product photo that found nothing goes to a person with the photo
+    handoff: str = ""
+    handed_over: str = ""  # the line the customer reads once a person was asked (the chain's service adds it)
 
 
 def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent | None:
@@ -221,7 +224,8 @@ def photo(search: ProductSearch, typed: str, codes: list[str], label: str) -> Re
     this?") is answered as a fact, stock or a variant as stock, anything else with its card. When nothing is found
     the reply says so, when the photo was one of a product (a barcode was read, or the customer asks what it is);
     otherwise None (a screenshot of something else: the rest of the chain reads its text). Not for a message about
-    the customer's own item or an order ("my kettle broke", with its photo): None."""
+    the customer's own item or an order ("my kettle broke", with its photo): None. A photo that found nothing asks
+    for a person (``Reply.handoff``): the chain's service queues the conversation with the photo in the packet."""
     zh = language_of(typed or label) == "zh"
     if _NOT_PRODUCT.search(typed) or _ADVICE.search(typed):
         return None
@@ -243,15 +247,22 @@ def photo(search: ProductSearch, typed: str, codes: list[str], label: str) -> Re
             return None
         if codes:
             text = (f"我读到了条形码 {', '.join(codes)}，但我们的商品目录中没有这个条码的商品，所以无法告诉您这是哪款商品。"
-                    "请输入商品名称，或联系人工客服。" if zh else
+                    "请输入商品名称。" if zh else
                     f"I read the barcode {', '.join(codes)}, but no product in our catalog has it, so I can't tell you "
-                    "what this is. Please type the product's name, or ask for a person.")
+                    "what this is. Please type the product's name.")
+            why = f"product photo not recognised: barcode {', '.join(codes)} is no product's"
         else:
-            text = ("我在照片中没有读到条形码，标签上的文字也没有对应我们目录中的商品。"
-                    "请输入商品名称，或拍一张条形码的照片。" if zh else
-                    "I couldn't find this product in our catalog: I read no barcode in the photo, and the label's text "
-                    "names none of our products. Please type its name, or send a photo of its barcode.")
-        return Reply("photo", text, detail={"codes": codes, "via": "", "products": []})
+            read = "标签上的文字也没有对应我们目录中的商品" if label.strip() else "也没有读到任何文字"
+            text = (f"我无法根据这张照片找到商品：照片中没有条形码，{read}。请输入商品名称，或拍一张条形码的照片。" if zh else
+                    "I couldn't find this product from the photo: I read no barcode in it, and "
+                    + ("the label's text names none of our products" if label.strip() else "no text on it")
+                    + ". Please type its name, or send a photo of its barcode.")
+            why = "product photo not recognised: " + ("no barcode, and its text names no product" if label.strip()
+                                                      else "no barcode and no text read")
+        handed = ("我已把您的照片转给同事，他们会查看并在这里回复您。" if zh else
+                  "I've passed your photo to a colleague, who will look at it and reply here.")
+        return Reply("photo", text, detail={"codes": codes, "via": "", "products": []}, handoff=why,
+                     handed_over=handed)
     typed_text = " ".join(typed.split())
     if typed_text:
         filters = search.parse(typed_text)

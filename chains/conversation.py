@@ -47,6 +47,7 @@ TRANSITIONS: dict[tuple[str, str], str] = {
 # What started a handoff (ConversationState.trigger), each switched by a setting (core/settings.py, handoff_*).
 BUTTON, ASKED, RULE, ANSWER_CHECK, VIP, REPEAT = "button", "asked", "rule", "answer_check", "vip", "repeat"
 ANGER, LEGAL, COMPLAINT = "anger", "legal", "complaint"
+PHOTO = "photo"  # a product photo the catalog found nothing for: a person looks at it (packet["photos"])
 # The shipped rule (chains/rules.yaml) by which a customer asks for a person in words: trigger ASKED, not RULE.
 ASKS_FOR_A_PERSON = "asks-for-a-person"
 # Shipped handoff rules (chains/rules.yaml) that are triggers of their own, each switched by its own setting; any
@@ -91,6 +92,7 @@ class Triggers:
     anger: bool = True
     legal: bool = True
     complaint: bool = True
+    photo: bool = True
 
     def allows(self, trigger: str) -> bool:
         return bool(getattr(self, trigger, False))

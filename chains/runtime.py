@@ -105,7 +105,8 @@ def handoff_triggers(settings: Settings) -> Triggers:
     return Triggers(button=settings.handoff_on_button, asked=settings.handoff_on_asked, rule=settings.handoff_on_rule,
                     answer_check=settings.handoff_on_answer_check, vip=settings.handoff_vip,
                     repeat=settings.handoff_on_repeat, anger=settings.handoff_on_anger,
-                    legal=settings.handoff_on_legal, complaint=settings.handoff_on_complaint)
+                    legal=settings.handoff_on_legal, complaint=settings.handoff_on_complaint,
+                    photo=settings.handoff_on_photo)
 
 
 def failure_forecast(settings: Settings, db: Database) -> FailureForecast | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -35,10 +36,18 @@ MAX_ANSWER_TOKENS = 4096  # the most tokens a caller may ask one answer for (Set
 
 class PhotoRead(BaseModel):
     """What one attached photo yielded for a product look-up: the barcodes decoded from it (EAN/UPC digits) and its
-    OCR text (a label's), either possibly empty."""
+    OCR text (a label's), either possibly empty (a photo with neither still travels, for the catalog to say it found
+    nothing). ``thumbnail`` is a small JPEG copy (a data URL): the upload itself is deleted once read, and the copy is
+    kept only when the photo goes with a handoff (the packet an operator reads)."""
 
     codes: list[str] = Field(default_factory=list)
     text: str = ""
+    name: str = ""
+    thumbnail: str = ""
+
+    def for_operator(self, scrub: Callable[[str], str] = lambda text: text) -> dict[str, Any]:
+        """What a handoff packet keeps of the photo: its name, the codes and text read (masked), the small copy."""
+        return {"name": self.name, "codes": list(self.codes), "text": scrub(self.text), "thumbnail": self.thumbnail}
 
 
 class ChatRequest(BaseModel):

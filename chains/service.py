@@ -422,6 +422,8 @@ class TandemService:
         """(trigger, reason) of a handoff this turn asks for, the first whose setting allows it; ("", "") for none."""
         findings = ", ".join(f"{f.get('kind', '')} ({str(f.get('value', ''))[:40]})" for f in turn.findings)
         candidates: list[tuple[str, str]] = []
+        if turn.escalation is not None:  # a tier asked for a person itself (a product photo that found nothing)
+            candidates.append(turn.escalation[:2])
         if turn.handoff and turn.route == HANDOFF_ROUTE and turn.rule is not None:
             candidates.append(rule_trigger(turn.rule))  # as message_trigger decides (chains/conversation.py)
         elif turn.handoff:
@@ -453,6 +455,8 @@ class TandemService:
         packet = packet_from(question=turn.text, passages=passages, draft=draft, rejected=turn.rejected_text,
                              findings=turn.findings, reason=reason, request_id=turn.request_id, scrub=self.scrub)
         request = turn.request
+        if request.photos:  # what the customer sent: the operator sees the photo and what was read from it
+            packet["photos"] = [photo.for_operator(self.scrub) for photo in request.photos]
         state, changed = self.conversations.hand_off(request.session_id, trigger, reason,
                                                      actor="customer" if trigger == ASKED else "bot",
                                                      request_id=turn.request_id, user_id=request.user_id, packet=packet)
@@ -464,6 +468,10 @@ class TandemService:
             self._suggest_in_background(turn)
         elif changed and predicted_reason(turn.scores):
             self._answer_in_background(turn)
+        if turn.escalation is not None and trigger == turn.escalation[0] and turn.escalation[2]:
+            turn.answer = f"{turn.answer}\n\n{turn.escalation[2]}"  # the honest line stays; a person is on the way
+            turn.reasons.append(f"handoff: {trigger}: {reason}")
+            return Revised(text=turn.answer)
         if (turn.served in ("human_offer", "draft_with_caveat") and trigger in (ANSWER_CHECK, VIP)) or trigger == REPEAT:
             turn.answer = answers.notices_for(self.chain.brand)[turn.language].handoff
             turn.reasons.append(f"handoff: {trigger}: a colleague replies instead of the offer")

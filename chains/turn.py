@@ -58,6 +58,9 @@ class Turn:
     cache_entry: tuple[str, str] | None = None  # a hit's (namespace, entry key)
     cancelled: bool = False
     handoff: bool = False                # the answer check handed the conversation to a human
+    # A tier that asks for a person itself (the catalog: a product photo that found nothing): (trigger, reason, the
+    # line the customer reads once the conversation is queued); the service decides (chains/service.py _trigger)
+    escalation: tuple[str, str, str] | None = None
     findings: list[dict[str, str]] = field(default_factory=list)  # what the answer check found, and did
     # What the customer finally reads: draft | rewrite | llm | draft_with_caveat | human_offer | handoff | cache | tool
     # | guard

@@ -205,6 +205,9 @@ class Settings(BaseSettings):
     handoff_on_complaint: bool = Field(True, description="A complaint about the bot's previous answer (\"that didn't "
                                        "help\", \"your answer was wrong\", \"答非所问\": the complaint-about-answer "
                                        "rule) is queued for a person.")
+    handoff_on_photo: bool = Field(True, description="A product photo that finds no product in the catalog (no known "
+                                   "barcode, no product named in its text) queues the conversation for a person, with "
+                                   "a small copy of the photo and what was read from it in the handoff packet.")
     handoff_on_repeat: bool = Field(False, description="A customer who asks the same question again, word for word, "
                                     "after an answer is queued for a person. Off: on the hand-written set it also "
                                     "fires on repeated courtesy (docs/handoff.md).")
@@ -353,7 +356,7 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
     "console": ("host", "app_port", "console_port", "console_password", "ui_user_picker", "shop_name",
                 "support_email"),
     "handoff": ("handoff_on_button", "handoff_on_asked", "handoff_on_rule", "handoff_on_answer_check", "handoff_vip",
-                "handoff_on_anger", "handoff_on_legal", "handoff_on_complaint", "handoff_on_repeat",
+                "handoff_on_anger", "handoff_on_legal", "handoff_on_complaint", "handoff_on_photo", "handoff_on_repeat",
                 "handoff_on_predicted_failure", "handoff_predict_sample", "handoff_predict_rate",
                 "handoff_online_window_s", "handoff_reply_within_days", "handoff_webhook_url",
                 "handoff_webhook_secret", "handoff_learn", "handoff_learn_merge_similarity"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from catalog.reply import UNMET, Reply, intent, photo, reply, unmet
+from chains.conversation import PHOTO
 from chains.schema import Revised
 from chains.tiers.base import CATALOG_ROUTE, Tier, register
 from chains.turn import Turn, timed
@@ -86,6 +87,8 @@ class CatalogTier(Tier):
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         answer: Reply = turn.catalog
         turn.products, turn.filters, turn.sources = answer.products, answer.filters, answer.sources
+        if answer.handoff:  # a product photo that found nothing: a person looks at it (the service queues it)
+            turn.escalation = (PHOTO, answer.handoff, answer.handed_over)
         turn.served = CATALOG_ROUTE
         turn.finish(CATALOG_ROUTE, answer.text, f"tier: catalog ({answer.kind})")
         yield answer.text

@@ -9,6 +9,7 @@ history, so a reply being typed is left alone."""
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 from typing import Any
@@ -103,6 +104,13 @@ st.write(f"**{item['trigger']}**: {item['reason']}")
 if item.get("contact_email"):  # left by the customer while nobody was online: the reply may go there
     st.info(f"Reply by email if not here: {item['contact_email']}")
 with st.expander("Handoff packet (unsent suggestions)", expanded=True):
+    for number, photo in enumerate(packet.get("photos") or [], 1):
+        # the customer's photo (a small copy: the upload itself was deleted once read) and what was read from it
+        st.markdown(f"**Photo {number} the customer sent**" + (f" ({photo['name']})" if photo.get("name") else ""))
+        if str(photo.get("thumbnail", "")).startswith("data:image/"):
+            st.image(base64.b64decode(photo["thumbnail"].split(",", 1)[1]), width=240)
+        st.caption("Barcode read: " + (", ".join(photo.get("codes") or []) or "none") + " · Text read: "
+                   + (photo.get("text") or "none"))
     if packet.get("passages"):
         st.dataframe(pd.DataFrame(packet["passages"])[["answer_id", "title", "score"]], hide_index=True)
     if packet.get("draft"):

@@ -125,7 +125,8 @@ def test_a_photo_whose_label_names_no_product_is_answered_honestly(shop, setting
                                "photo-ui-5")
     response = runtime.service.answer(request)
     assert response.route == "catalog" and response.products == []
-    assert "I couldn't find this product in our catalog" in response.answer
+    assert "I couldn't find this product from the photo: I read no barcode in it, and the label's text names none" \
+        in response.answer
 
 
 def test_a_photo_sent_about_the_customers_own_item_is_left_to_the_rest_of_the_chain(shop, settings, tmp_path):
