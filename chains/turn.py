@@ -43,6 +43,9 @@ class Turn:
     # The catalog's part (chains/tiers/catalog.py): its reply once the catalog step claimed the message (plan
     # "catalog"), and the product cards and filter chips the answer carries (ChatResponse.products / filters).
     catalog: Any = None
+    # Advice on products (catalog.advice.Advice): the candidates whose cards come first and whose records are the LLM's
+    # context; its claims check joins the answer check. None for any other message.
+    advice: Any = None
     products: list[dict[str, Any]] = field(default_factory=list)
     filters: list[dict[str, Any]] = field(default_factory=list)
     suggestions: list[dict[str, Any]] = field(default_factory=list)  # predicted follow-ups (chains/followups.py)
