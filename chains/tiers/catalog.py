@@ -24,6 +24,7 @@ from catalog.advice import advice
 from catalog.reply import UNMET, Reply, intent, photo, reply, unmet
 from chains.schema import Revised
 from chains.tiers.base import CATALOG_ROUTE, LLM_ROUTE, Tier, register
+from chains.tiers.mixed import answer_parts
 from chains.turn import Turn, timed
 from core.pii import mask
 
@@ -56,6 +57,8 @@ class CatalogTier(Tier):
                                        "")
                     found = intent(search, turn.text, last_answer)
                     answer = reply(search, turn.text, found) if found is not None else None
+                    if found is None and answer is None and self.parts.kb is not None:
+                        answer = answer_parts(turn, search, self.parts.kb, self.parts.router, self.parts.brand)
                     if found is None and answer is None and (advised := advice(search, turn.text)) is not None:
                         if self.parts.llm is not None:
                             self._advise(turn, search, advised)
@@ -72,7 +75,7 @@ class CatalogTier(Tier):
             if found is not None and found.kind != UNMET:
                 turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
             return False
-        turn.catalog, turn.plan = answer, CATALOG_ROUTE
+        turn.catalog, turn.plan, turn.intent = answer, CATALOG_ROUTE, answer.kind
         turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.loaded_version, **answer.detail)
         turn.reasons.append(f"catalog: a product {answer.kind} message")
         return True
@@ -80,7 +83,7 @@ class CatalogTier(Tier):
     @staticmethod
     def _advise(turn: Turn, search, wanted) -> None:
         """An advice message with candidates: their cards and chips go with whatever answers it; the LLM is asked."""
-        turn.advice, turn.products, turn.filters = wanted, wanted.cards, wanted.chips
+        turn.advice, turn.products, turn.filters, turn.intent = wanted, wanted.cards, wanted.chips, "advice"
         turn.note("catalog", "advice", kind="advice", version=search.catalog.loaded_version,
                   products=[p.id for p in wanted.products], filters=wanted.filters.label)
         try:
