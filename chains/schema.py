@@ -155,6 +155,10 @@ class AnswerBadge(BaseModel):
     # $50") and whether it was relaxed to find anything. Empty for every other answer.
     products: list[dict[str, Any]] = Field(default_factory=list)
     filters: list[dict[str, Any]] = Field(default_factory=list)
+    # The route's detail for a product message: the catalog's intent (route ``catalog``: search, fact, compare, stock,
+    # photo, mixed; route ``llm``: advice, written from the candidates' records). "" for every other message.
+    intent: str = Field("", description="search | fact | compare | stock | photo | mixed (route catalog) | advice "
+                        "(route llm): what kind of product message this was; empty for any other message")
 
 
 class ChatResponse(AnswerBadge):
