@@ -63,7 +63,7 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-_COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "degraded",
+_COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "intent", "degraded",
             "fallback", "cache_hit", "cancelled", "findings", "served", "rejected_text", "rewritten", "checked", "total_ms",
             "model", "prompt_tokens",
             "completion_tokens", "error",
