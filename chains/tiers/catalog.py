@@ -22,9 +22,9 @@ from collections.abc import Iterator
 
 from catalog.advice import advice
 from catalog.reply import UNMET, Reply, intent, photo, reply, unmet
+from chains.mixed import answer_parts
 from chains.schema import Revised
 from chains.tiers.base import CATALOG_ROUTE, LLM_ROUTE, Tier, register
-from chains.tiers.mixed import answer_parts
 from chains.turn import Turn, timed
 from core.pii import mask
 
