@@ -17,7 +17,7 @@ SYSTEM_PACKAGES := chromium espeak-ng sox postgresql redis-server nginx fonts-no
 SYSTEM_PROBES := command -v chromium && command -v espeak-ng && command -v sox && command -v redis-server \
 	&& command -v nginx && ls /usr/lib/postgresql/*/bin/initdb && fc-list | grep -qi "noto.*cjk"
 
-.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval eval-photos bench soak doctor docs clean
+.PHONY: setup llm-venv system-deps lint test demo llm-server app console cluster eval eval-photos eval-oos-signal bench soak doctor docs clean
 
 setup: $(STAMP) $(LLM_STAMP)
 	@if [ "$$($(PY) -c 'from core.settings import get_settings; print(get_settings().llm_model)')" = qwen2.5-1.5b ] \
@@ -100,6 +100,10 @@ eval: setup
 # The catalog's photo look-up: rendered barcode photos (turned, angled, blurred), the share read back (docs/catalog.md)
 eval-photos: setup
 	$(PY) -m offline.photo_eval --per-product 2
+
+# Does "neither sold nor covered in the KB" separate the out-of-scope messages kept on the small tier? (docs/decisions.md)
+eval-oos-signal: setup
+	$(PY) -m offline.oos_signal
 
 # All sections (about 30 min on 2 AVX2 cores), or some: make bench SECTIONS="routing prefix" (python -m bench.run --list);
 # a section run updates only its own figures in reports/bench.json.

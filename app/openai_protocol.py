@@ -136,6 +136,7 @@ class TandemInfo(BaseModel):
     # A catalog answer (route catalog): the product cards and the filter chips, as on /api/v1 (chains.schema.AnswerBadge)
     products: list[dict[str, Any]] = Field(default_factory=list)
     filters: list[dict[str, Any]] = Field(default_factory=list)
+    intent: str = ""  # a product message's kind: search, fact, compare, stock, photo, mixed, advice (AnswerBadge)
     suggestions: list[dict[str, Any]] | None = None  # predicted follow-ups: reply with `suggestion` (and its title)
     reason: str = ""
     scores: dict[str, float] | None = None   # admin keys only (operators)

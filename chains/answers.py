@@ -204,11 +204,15 @@ def conversation(history: Sequence[dict[str, str]], budget: int = HISTORY_TOKENS
     return messages[starts[min(first, len(sizes))]:]
 
 
-def llm_task(query: str, hits: Sequence[Any], draft: str | None = None, rewrite_context: int = 1) -> str:
+def llm_task(query: str, hits: Sequence[Any], draft: str | None = None, rewrite_context: int = 1,
+             products: str = "") -> str:
     """This turn's user message: the help-center context, the draft to rewrite where there is one, the customer's
     message in its fence and the reply language. It is the last message of the prompt (the per-turn part), and the
-    next turn's prompt repeats it as it was sent (``sent`` in the history)."""
-    return (f"Help-center context:\n{context_block(hits, rewrite_context if draft else 3)}\n\n"
+    next turn's prompt repeats it as it was sent (``sent`` in the history). ``products``: advice on products
+    (catalog/advice.py): the candidates' records take the help-center context's place."""
+    context = (f"Products in our catalog (name only these; every price and attribute exactly as stated):\n{products}"
+               if products else f"Help-center context:\n{context_block(hits, rewrite_context if draft else 3)}")
+    return (f"{context}\n\n"
             + (f"Draft answer to improve (keep its facts):\n{strip_planted_instructions(draft)}\n\n" if draft else "")
             + f"Customer message:\n<<<\n{query}\n>>>\n\n"
             # Named, not implied: small models follow "reply in Chinese" far better than "the customer's language".
@@ -217,7 +221,7 @@ def llm_task(query: str, hits: Sequence[Any], draft: str | None = None, rewrite_
 
 def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, str]],
                  draft: str | None = None, rewrite_context: int = 1,
-                 brand: Brand = DEFAULT_BRAND) -> list[dict[str, str]]:
+                 brand: Brand = DEFAULT_BRAND, products: str = "") -> list[dict[str, str]]:
     """Messages for the LLM: rewrite the draft when there is one, else answer from the context, for ``brand``.
 
     The stable parts come first (system prompt, then the conversation as it was sent: :func:`conversation`) and the
@@ -231,4 +235,4 @@ def llm_messages(query: str, hits: Sequence[Any], history: Sequence[dict[str, st
     customer's message as a user turn of its own and the help-center text in a system turn before it.
     """
     return [{"role": "system", "content": system_prompt(brand)}, *conversation(history),
-            {"role": "user", "content": llm_task(query, hits, draft, rewrite_context)}]
+            {"role": "user", "content": llm_task(query, hits, draft, rewrite_context, products)}]

@@ -149,8 +149,8 @@ class RouterChain:
         if turn.done:
             return turn
         follow_up = bool(turn.history) and message_features(turn.text, True)["follow_up"] > 0
-        # answered by the customer's pick, or from the catalog: never cached
-        chose = turn.request.names_answer or turn.plan == CATALOG_ROUTE
+        # answered by the customer's pick, or from the catalog (advice on its products too): never cached
+        chose = turn.request.names_answer or turn.plan == CATALOG_ROUTE or turn.advice is not None
         skip = follow_up or chose or turn.past_cache
         if follow_up:
             last_user = next((t["content"] for t in reversed(turn.history) if t["role"] == "user"), "")
@@ -168,7 +168,7 @@ class RouterChain:
                 turn.note("embed", "searched as mended", search_text=turn.search_text)
         if self.cache is None or skip:
             turn.note("cache", "skipped", reason="follow-up depends on earlier turns" if follow_up else
-                      "a catalog answer" if turn.plan == CATALOG_ROUTE else
+                      "a catalog answer" if turn.plan == CATALOG_ROUTE or turn.advice is not None else
                       "a clicked suggested reply" if chose else
                       "deciding past the cache" if turn.past_cache else "disabled")
             return turn
@@ -394,7 +394,7 @@ class RouterChain:
     def _cacheable(self, turn: Turn) -> bool:
         if turn.request.channel == PREPARE_CHANNEL and (turn.route != LLM_ROUTE or turn.served not in PREPARED_SERVED):
             return False  # the idle-time worker stores LLM text that passed its checks, nothing else
-        return (self.cache is not None and cacheable(turn.route) and not turn.degraded
+        return (self.cache is not None and cacheable(turn.route) and not turn.degraded and turn.advice is None
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.names_answer
@@ -410,7 +410,7 @@ class RouterChain:
         """An LLM answer (not a rewrite) to a customer's own new message that failed its checks and was replaced by
         our own text: the KB draft with a caveat, or the offer of a person. Not a failure of the engine (a fallback:
         the next try may well work), not a handoff the policy ordered, nothing the idle-time worker asked."""
-        return (self.remember_replaced and turn.route == LLM_ROUTE and turn.plan == LLM_ROUTE
+        return (self.remember_replaced and turn.route == LLM_ROUTE and turn.plan == LLM_ROUTE and turn.advice is None
                 and turn.served in REPLACED_SERVED and bool(turn.findings) and not turn.handoff
                 and turn.request.channel != PREPARE_CHANNEL and not turn.degraded and not turn.fallback
                 and not turn.cache_hit and not turn.cancelled and turn.query == turn.text and bool(turn.answer)

@@ -154,8 +154,8 @@ class AnswerBadge(BaseModel):
     # What the customer reads, when the route alone does not say it: an LLM-route turn may serve a verified rewrite,
     # the draft (its rewrite rejected), the draft with a caveat or an offer of a person (its answer failed the checks).
     served: str = Field("", description="draft | rewrite | llm | draft_with_caveat | human_offer | handoff | cache | "
-                        "tool | catalog: what this answer is, e.g. route `llm` with `human_offer` when the assistant's answer "
-                        "failed its checks and a person is offered instead")
+                        "tool | catalog | candidates: what this answer is, e.g. route `llm` with `human_offer` when "
+                        "the assistant's answer failed its checks and a person is offered instead")
     # The conversation is waiting for or held by a person (chains/conversation.py Conversations.view); None while the
     # bot has it. ``triggered``: this message handed it over.
     handoff: dict[str, Any] | None = None
@@ -164,6 +164,10 @@ class AnswerBadge(BaseModel):
     # $50") and whether it was relaxed to find anything. Empty for every other answer.
     products: list[dict[str, Any]] = Field(default_factory=list)
     filters: list[dict[str, Any]] = Field(default_factory=list)
+    # The route's detail for a product message: the catalog's intent (route ``catalog``: search, fact, compare, stock,
+    # photo, mixed; route ``llm``: advice, written from the candidates' records). "" for every other message.
+    intent: str = Field("", description="search | fact | compare | stock | photo | mixed (route catalog) | advice "
+                        "(route llm): what kind of product message this was; empty for any other message")
 
 
 class ChatResponse(AnswerBadge):
@@ -217,6 +221,7 @@ SERVED_REASONS = {
     "draft": "answered from our help center",
     "draft_with_caveat": "our assistant's answer did not pass our checks: the closest help-center answer instead",
     "human_offer": "our assistant could not answer this reliably: a colleague can take over",
+    "candidates": "our assistant's advice did not pass our checks: the matching products from our catalog",
 }
 
 

@@ -223,7 +223,7 @@ class TandemService:
             session_id=turn.request.session_id, model=turn.model, prompt_tokens=turn.prompt_tokens,
             completion_tokens=turn.completion_tokens, finish_reason=turn.finish_reason, refusal=turn.refusal,
             suggestions=turn.suggestions, served=turn.served, handoff=handoff, products=turn.products,
-            filters=turn.filters)
+            filters=turn.filters, intent=turn.intent)
         metrics.observe(response, turn)
         self._log(turn, response)
         return response
@@ -261,7 +261,7 @@ class TandemService:
             latency_ms=response.latency_ms, total_ms=response.latency_ms.get("total", 0.0), sources=turn.sources,
             model=turn.model, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
             error=scrub("; ".join(filter(None, [turn.error, *request.attachment_errors])))[:2000],
-            kb_version=turn.kb_version, settings_version=turn.thresholds.version)
+            kb_version=turn.kb_version, settings_version=turn.thresholds.version, intent=turn.intent)
         # Conversation memory is masked like the log: follow-ups need the topic, not the order number.
         sent = scrub(self._sent(turn)) or None if turn.model and turn.text else None
         extra: list[Any] = [

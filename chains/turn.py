@@ -43,6 +43,12 @@ class Turn:
     # The catalog's part (chains/tiers/catalog.py): its reply once the catalog step claimed the message (plan
     # "catalog"), and the product cards and filter chips the answer carries (ChatResponse.products / filters).
     catalog: Any = None
+    # Advice on products (catalog.advice.Advice): the candidates whose cards come first and whose records are the LLM's
+    # context; its claims check joins the answer check. None for any other message.
+    advice: Any = None
+    # The route's detail: a product message's kind (catalog.reply: search | fact | compare | stock | photo | advice |
+    # mixed), set by the catalog step; "" for any other message. ChatResponse.intent and the request log carry it.
+    intent: str = ""
     products: list[dict[str, Any]] = field(default_factory=list)
     filters: list[dict[str, Any]] = field(default_factory=list)
     suggestions: list[dict[str, Any]] = field(default_factory=list)  # predicted follow-ups (chains/followups.py)

@@ -16,9 +16,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from chains.answers import SOURCES_LABEL
 from chains.check import AnswerCheck, _dedupe, _other_language, claims
+
+if TYPE_CHECKING:  # the one interface the answer check reaches the catalog through
+    from catalog.claims import ProductClaims
 
 # Menu paths: "Account > Orders > Edit order", "我的账户 > 订单 > 编辑订单". A segment is a capitalised word with at
 # most three lower-case words after it, stopping before a word that starts a clause ("... Edit order as long as").
@@ -53,7 +57,7 @@ _CUT_OFF = re.compile(r"(?:[:,;(\-–]|\b(?:and|or|the|a|an|to|of|with|for|your|
 _WORD = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]", re.IGNORECASE)
 
 DEFECT_KINDS = ("echo", "narration", "refusal", "repeated", "cut_off", "language", "unsupported", "ungrounded",
-                "off_topic", "unanswered", "empty", "contradiction", "copied")
+                "off_topic", "unanswered", "empty", "contradiction", "copied", "product_claim")
 
 
 @dataclass(frozen=True)
@@ -136,10 +140,13 @@ def _within(fact: Fact, reference: list[Fact]) -> bool:
 
 
 def defects(answer: str, *, message: str, finish_reason: str = "stop", answerable: bool = True,
-            sources: Sequence[str] = (), context: Sequence[str] = ()) -> list[Defect]:
+            sources: Sequence[str] = (), context: Sequence[str] = (),
+            products: ProductClaims | None = None) -> list[Defect]:
     """Everything in ``answer`` that a customer must not read. ``sources`` (when given) are what it may draw on:
     a claim none of them supports is a defect. ``context`` (when given) is the help-center text the answer was
-    written from: an answer whose content words mostly come from elsewhere is ungrounded (see GROUNDED_SHARE)."""
+    written from: an answer whose content words mostly come from elsewhere is ungrounded (see GROUNDED_SHARE).
+    ``products`` (advice on products, catalog/advice.py): the candidates' claims check; a product name, price or
+    attribute value no candidate's record backs is a ``product_claim`` defect."""
     text = answer.strip()
     if not text:
         return [Defect("empty")]
@@ -171,6 +178,9 @@ def defects(answer: str, *, message: str, finish_reason: str = "stop", answerabl
             found.append(Defect("ungrounded", f"{grounded:.0%} of its content words are in the help-center text"))
         elif statement := ungrounded_statement(body, context):
             found.append(Defect("ungrounded", statement))
+    if products is not None:
+        found += [Defect("product_claim", f"{c.kind} '{c.text}' {c.detail}")
+                  for c in products.unmatched(without_citations(text))]
     return found
 
 

@@ -39,7 +39,7 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
             "id": row["id"], "created_at": row["created_at"], "session_id": row.get("session_id") or "",
             "user_id": row.get("user_id") or "", "channel": row.get("channel") or "",
             "text": row.get("text") or "", "answer": row.get("answer") or "", "route": row.get("route") or "",
-            "degraded": bool(row.get("degraded")), "fallback": bool(row.get("fallback")),
+            "intent": row.get("intent") or "", "degraded": bool(row.get("degraded")), "fallback": bool(row.get("fallback")),
             "cache_hit": bool(row.get("cache_hit")), "cancelled": bool(row.get("cancelled")), "total_ms": total,
             "findings": row.get("findings") or [], "served": row.get("served") or "",
             "rejected_text": row.get("rejected_text") or "",
@@ -63,7 +63,7 @@ def flatten_requests(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
-_COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "degraded",
+_COLUMNS = ["id", "created_at", "session_id", "user_id", "channel", "text", "answer", "route", "intent", "degraded",
             "fallback", "cache_hit", "cancelled", "findings", "served", "rejected_text", "rewritten", "checked", "total_ms",
             "model", "prompt_tokens",
             "completion_tokens", "error",

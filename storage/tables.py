@@ -57,6 +57,8 @@ class RequestLog(SQLModel, table=True):
     error: str = Field(default="", sa_column=Column(Text))
     kb_version: str = ""
     settings_version: int = 0
+    intent: str = Field(default="", description="the route's detail for a product message: search | fact | compare | "
+                                                "stock | photo | mixed (route catalog) | advice (route llm)")
 
 
 class Feedback(SQLModel, table=True):

@@ -8,17 +8,24 @@ changed price must never be served from a cache), the score and the threshold; a
 order tool, a handoff). With no catalog, or one with no products, the step does nothing and the chain is what it was.
 
 The answer carries the product cards and the filter chips (``Turn.products``/``filters``, then ChatResponse's), and
-a fact's sources name the product and the field. Advice ("which is best for...") stays with the LLM path.
+a fact's sources name the product and the field.
+
+Advice ("which kettle is best for a family of five?", "a gift under $50") is the LLM's, never without products: the
+step keeps the candidates on the turn (``Turn.advice``, catalog/advice.py), their cards go with the answer, and after
+the threshold stage :meth:`CatalogTier.claims` sends the turn to the LLM tier, which writes from their records and
+checks what it says about them (chains/tiers/llm.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from catalog.advice import advice
 from catalog.reply import UNMET, Reply, intent, photo, reply, unmet
 from chains.conversation import PHOTO
+from chains.mixed import answer_parts
 from chains.schema import Revised
-from chains.tiers.base import CATALOG_ROUTE, Tier, register
+from chains.tiers.base import CATALOG_ROUTE, LLM_ROUTE, Tier, register
 from chains.turn import Turn, timed
 from core.pii import mask
 
@@ -51,7 +58,14 @@ class CatalogTier(Tier):
                                        "")
                     found = intent(search, turn.text, last_answer)
                     answer = reply(search, turn.text, found) if found is not None else None
-                    if found is None and (wanted := unmet(search, turn.text)) is not None:
+                    if found is None and answer is None and self.parts.kb is not None:
+                        answer = answer_parts(turn, search, self.parts.kb, self.parts.router, self.parts.brand)
+                    if found is None and answer is None and (advised := advice(search, turn.text)) is not None:
+                        if self.parts.llm is not None:
+                            self._advise(turn, search, advised)
+                            return False  # the LLM answers it (claims, after the threshold stage)
+                        answer = advised.reply()  # no LLM in this run: the candidates' cards, and that they are all
+                    if found is None and answer is None and (wanted := unmet(search, turn.text)) is not None:
                         found = wanted  # logged as a null search ("do you sell bicycles?"); the chain answers it
             except Exception as exc:  # a broken catalog must not break every other answer: the chain goes on without it
                 turn.note("catalog", "unavailable", error=f"{exc.__class__.__name__}: {exc}"[:300])
@@ -62,10 +76,29 @@ class CatalogTier(Tier):
             if found is not None and found.kind != UNMET:
                 turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
             return False
-        turn.catalog, turn.plan = answer, CATALOG_ROUTE
+        turn.catalog, turn.plan, turn.intent = answer, CATALOG_ROUTE, answer.kind
         turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.loaded_version, **answer.detail)
         turn.reasons.append(f"catalog: a product {answer.kind} message")
         return True
+
+    @staticmethod
+    def _advise(turn: Turn, search, wanted) -> None:
+        """An advice message with candidates: their cards and chips go with whatever answers it; the LLM is asked."""
+        turn.advice, turn.products, turn.filters, turn.intent = wanted, wanted.cards, wanted.chips, "advice"
+        turn.note("catalog", "advice", kind="advice", version=search.catalog.loaded_version,
+                  products=[p.id for p in wanted.products], filters=wanted.filters.label)
+        try:
+            search.catalog.log_search(mask(turn.text), "advice", wanted.filters.label,
+                                      [p.id for p in wanted.products], "", turn.request.session_id)
+        except Exception as exc:
+            turn.note("catalog", "search log not written", error=f"{exc.__class__.__name__}: {exc}"[:300])
+
+    def claims(self, turn: Turn) -> tuple[str, str] | None:
+        """Advice on products goes to the LLM with the candidates' records, whatever the score: the help center's
+        draft never answers "which kettle for a family of five?" (an operator's rule still decides first)."""
+        if turn.advice is None or turn.rule is not None or turn.request.mode != "routed":
+            return None
+        return LLM_ROUTE, f"catalog: product advice, the LLM writes it from {len(turn.advice.products)} candidates' records"
 
     @staticmethod
     def _log(turn: Turn, search, answer: Reply | None, found) -> None:

@@ -1,6 +1,10 @@
 """The LLM tier: a model's answer, checked (chains/check.py), or a rewrite of the KB draft, verified against it
 (chains/verify.py). An answer that fails is replaced whole (the draft with a caveat, or an offer of a person);
 a rewrite that fails leaves the draft standing. The endpoint and model follow the score band (chains/llm/endpoints.py).
+
+Advice on products (``Turn.advice``, catalog/advice.py) is written from the candidates' records instead of help-center
+text. Their cards come first, before any LLM text; what the model says about products passes the catalog's claims
+check (a ``product_claim`` defect otherwise), and an answer that fails leaves the cards with one honest line.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from chains.turn import Turn, timed
 from chains.verify import Defect, RewriteVerdict, defects, rewrite_verdict, unanswered_slot, without_citations
 
 # Defects that make an LLM answer unfit to show (claims and language have policies of their own in the check).
-BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered", "copied")
+BROKEN_KINDS = ("echo", "narration", "refusal", "cut_off", "empty", "ungrounded", "off_topic", "unanswered", "copied",
+                "product_claim")
 # A rewrite rejected for one of these does not answer the question; when its draft does not either, both are replaced.
 MISSES_THE_QUESTION = ("off_topic", "unanswered")
 SETTLED_NOTE = ", found while it was written: generation stopped"
@@ -36,13 +41,17 @@ class LLMTier(Tier):
 
     def llm_request(self, turn: Turn) -> list[dict[str, str]]:
         draft = turn.draft.body if turn.plan == "rewrite" and turn.draft else None
-        return answers.llm_messages(turn.text, turn.hits, turn.history, draft, brand=self.parts.brand)
+        products = turn.advice.context() if turn.advice is not None and turn.plan == "llm" else ""
+        return answers.llm_messages(turn.text, turn.hits, turn.history, draft, brand=self.parts.brand,
+                                    products=products)
 
     def answer(self, turn: Turn) -> Iterator[str | Revised | Turn]:
         """Generate, then check. An answer streams out through the answer check (chains/check.py); a rewrite is
         verified against its draft (chains/verify.py) while the customer already reads the draft."""
         if turn.plan == "rewrite":
             yield from self._rewritten(turn)
+        elif turn.advice is not None:
+            yield from _cards_first(turn, self._checked(turn, self._generate(turn)))
         else:
             yield from self._checked(turn, self._generate(turn))
 
@@ -121,14 +130,15 @@ class LLMTier(Tier):
         """Pass the answer on through the check; apply the operator's policy to what it finds. An answer the check
         escalated, or one with a customer-visible defect (chains/verify.py), is replaced whole: never what is left
         of the broken text."""
-        check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history),
-                            turn.text, turn.thresholds.check_actions, answers.system_prompt(self.parts.brand))
+        check = AnswerCheck(sources_of(turn.hits, turn.draft.text if turn.draft else "", turn.text, turn.history)
+                            + _records(turn), turn.text, turn.thresholds.check_actions,
+                            answers.system_prompt(self.parts.brand))
         stream = StreamChecker(check)
         result: LLMResult | None = None
         # Every stand-in the check may write counts as grounded here, and without help-center text nothing is
         # judged ungrounded, as at the end: so a sentence found ungrounded now is ungrounded in the whole answer.
-        watch = SettledWatch(turn.text, [h.answer for h in turn.hits] + sorted(set(STAND_INS.values()))
-                             if turn.hits else [])
+        watch = SettledWatch(turn.text, [h.answer for h in turn.hits] + _records(turn)
+                             + sorted(set(STAND_INS.values())) if turn.hits and turn.advice is None else [])
         settled: Defect | None = None  # a defect in finished sentences that no later text can take away
         hold, check_ms = self.parts.hold_until_checked, 0.0
         try:
@@ -202,7 +212,10 @@ class LLMTier(Tier):
             return []
         # What the answer was written from (the message grounds nothing), and the stand-in words the check wrote
         context = [h.answer for h in turn.hits] + written_stand_ins((f.kind, f.action) for f in findings)
-        if broken := _broken(kept, turn.text, findings, context):
+        if turn.advice is not None:  # the records it was written from; the judgement asked for is the customer's own
+            context = _records(turn) + [turn.text] + written_stand_ins((f.kind, f.action) for f in findings)
+        products = turn.advice.claims if turn.advice is not None else None
+        if broken := _broken(kept, turn.text, findings, context, products):
             return broken
         wrong = self._copied(turn, kept) or self._off_topic(turn, kept)
         return [wrong] if wrong else []
@@ -239,6 +252,8 @@ class LLMTier(Tier):
         said = self._notices(turn)
         if turn.handoff:
             return said.handoff, "handoff", []
+        if turn.advice is not None:  # the cards stay (_cards_first), with one honest line instead of the advice
+            return turn.advice.honest_line(), "candidates", _product_sources(turn)
         draft = self._draft(turn)
         if self.draft_fits(turn):
             return f"{said.unconfirmed}\n\n{draft.text}", "draft_with_caveat", draft.sources
@@ -260,7 +275,7 @@ class LLMTier(Tier):
     def finish_llm(self, turn: Turn, result: LLMResult) -> Turn:
         turn.model, turn.prompt_tokens, turn.completion_tokens = result.model, result.prompt_tokens, \
             result.completion_tokens
-        turn.sources = turn.draft.sources if turn.draft else []
+        turn.sources = _product_sources(turn) if turn.advice is not None else turn.draft.sources if turn.draft else []
         turn.scores["llm_attempts"] = result.attempts
         turn.finish_reason = "length" if result.finish_reason == "length" else "stop"
         rewrite = turn.plan == "rewrite"
@@ -276,19 +291,50 @@ class LLMTier(Tier):
 
     def fall_back(self, turn: Turn, reason: str) -> Turn:
         turn.fallback, turn.error = True, reason
+        if turn.advice is not None:  # no advice, but the cards (_cards_first) and why there is none
+            turn.sources, turn.served = _product_sources(turn), "candidates"
+            turn.note("tier", "fallback to the candidates' cards", reason=reason)
+            return turn.finish(SMALL_ROUTE, f"{self._notices(turn).fallback}\n\n{turn.advice.honest_line()}",
+                               f"fallback: {reason}")
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)
         return turn.finish(SMALL_ROUTE, f"{self._notices(turn).fallback}\n\n{draft.text}", f"fallback: {reason}")
 
 
-def _broken(text: str, message: str, findings: list, context: list[str]) -> list[Defect]:
+def _broken(text: str, message: str, findings: list, context: list[str], products=None) -> list[Defect]:
     """Why a checked LLM answer is not fit to show: a cut-off or repeating generation (the check can trim it, but
     what is left is not an answer), or a customer-visible defect of the text that is left, an answer not grounded
-    in the help-center text it was given among them."""
+    in the help-center text it was given among them, or (advice) a product claim no candidate's record backs."""
     trimmed = [Defect("cut_off" if f.kind == "truncated" else f.kind, f.value) for f in findings
                if f.kind in ("truncated", "repeated")]
-    return trimmed + [d for d in defects(text, message=message, context=context) if d.kind in BROKEN_KINDS]
+    return trimmed + [d for d in defects(text, message=message, context=context, products=products)
+                      if d.kind in BROKEN_KINDS]
+
+
+def _records(turn: Turn) -> list[str]:
+    """The candidates' records an advice answer was written from ([] for any other answer)."""
+    return [turn.advice.context()] if turn.advice is not None else []
+
+
+def _product_sources(turn: Turn) -> list[dict]:
+    """An advice answer's sources: the candidate products' records."""
+    return [{"answer_id": p.id, "title": p.title, "score": 0.0, "product_id": p.id} for p in turn.advice.products]
+
+
+def _cards_first(turn: Turn, events: Iterator[str | Revised | Turn]) -> Iterator[str | Revised | Turn]:
+    """The candidates' cards at once, before any LLM text, and kept above whatever replaces that text."""
+    cards = turn.advice.card_list()
+    yield cards + "\n\n"
+    for item in events:
+        if isinstance(item, Revised):
+            yield Revised(text=f"{cards}\n\n{item.text}")
+        elif isinstance(item, Turn):
+            item.answer = f"{cards}\n\n{item.answer}".strip()
+            item.products, item.filters = turn.advice.cards, turn.advice.chips
+            yield item
+        else:
+            yield item
 
 
 def _cleaned(shown: str, whole: str, findings: list) -> str:

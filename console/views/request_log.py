@@ -31,7 +31,7 @@ if session_query:
     shown = shown[shown["session_id"].str.contains(session_query, case=False, regex=False)]
 
 st.caption(f"{len(shown):,} of {len(frame):,} requests in {ui.time_range()} (newest first)")
-table = shown[["created_at", "route", "text", "user_id", "session_id", "total_ms", "p_llm", "degraded",
+table = shown[["created_at", "route", "intent", "text", "user_id", "session_id", "total_ms", "p_llm", "degraded",
                "fallback", "cache_hit", "id"]].head(500)
 st.dataframe(table, hide_index=True, column_config={
     "total_ms": st.column_config.NumberColumn("total ms", format="%.0f"),
@@ -44,7 +44,7 @@ if not shown.empty:
     row = shown[shown["id"] == chosen].iloc[0]
     st.subheader("Decision trace")
     facts = st.columns(4)
-    facts[0].metric("Route", row["route"] or "–")
+    facts[0].metric("Route", " · ".join(filter(None, [row["route"], row.get("intent") or ""])) or "–")
     facts[1].metric("Total", ui.format_ms(row["total_ms"]))
     facts[2].metric("p_llm", "–" if pd.isna(row["p_llm"]) else f"{row['p_llm']:.3f}")
     facts[3].metric("Flags", ", ".join(f for f in ("degraded", "fallback", "cache_hit", "cancelled") if row[f]) or "none")

@@ -104,14 +104,71 @@ def test_chinese_product_messages_are_answered_the_same_way(shop):
     assert "有机棉浴巾的材质：100% organic cotton（来源：T1，字段 material）" in fact.answer
 
 
-@pytest.mark.parametrize("message", ["which throw blanket is best for a cold bedroom?",  # advice: the LLM path
-                                     "my kettle stopped working, can I return it?",      # the customer's own item
+@pytest.mark.parametrize("message", ["my kettle stopped working, can I return it?",      # the customer's own item
                                      "how do I reset my password?"])
-def test_advice_and_non_product_messages_are_left_to_the_rest_of_the_chain(shop, message):
+def test_non_product_messages_are_left_to_the_rest_of_the_chain(shop, message):
     runtime, _ = shop
     response = ask(runtime, message)
     assert response.route != "catalog" and response.products == [] and response.filters == []
     assert not any(step["stage"] == "catalog" for step in response.trace)
+
+
+def test_advice_with_no_llm_in_the_run_gets_the_candidates_cards_from_the_catalog(shop, settings):
+    runtime, _ = shop  # no LLM tier here: the catalog shows the candidates and says what they are
+    with api_client(settings, runtime) as client:
+        body = client.post("/api/v1/chat", json={"message": "which throw blanket is best for a cold bedroom?"}).json()
+    assert body["route"] == "catalog" and body["intent"] == "advice"
+    assert [c["id"] for c in body["products"]] == ["B1", "B4", "B3"]  # one per item group, by relevance
+    assert "These are the products in our catalog that fit your question" in body["answer"]
+
+
+@pytest.mark.parametrize("message", ["are your towels pure cotton and what is your return policy?",
+                                     "Are your towels pure cotton? What is your return policy?"])
+def test_a_mixed_message_gets_the_product_fact_and_the_policy_each_with_its_source(shop, settings, message):
+    runtime, _ = shop
+    with api_client(settings, runtime) as client:
+        body = client.post("/api/v1/chat", json={"message": message}).json()
+    assert body["route"] == "catalog" and body["intent"] == "mixed"
+    assert "Organic Cotton Bath Towel: material is 100% organic cotton." in body["answer"]
+    help_center = [s for s in body["sources"] if "product_id" not in s]
+    assert {(s["product_id"], s["field"]) for s in body["sources"] if "product_id" in s} == {
+        ("T1", "material"), ("T2", "material")}
+    assert help_center and "return" in help_center[0]["answer_id"].lower() + help_center[0]["title"].lower()
+    assert "Sources: [1] " + help_center[0]["title"] in body["answer"]  # the policy part keeps its citation
+    step = catalog_step(runtime.service.answer(ChatRequest(message=message, channel="api")))
+    assert [p["kind"] for p in step["detail"]["parts"]] == ["fact", "policy"]
+
+
+def test_a_chinese_mixed_message_is_answered_in_both_parts(shop):
+    runtime, _ = shop
+    response = ask(runtime, "这款毛巾是纯棉的吗？退货政策是什么？")
+    assert response.route == "catalog" and response.intent == "mixed"
+    assert "有机棉浴巾的材质：100% organic cotton（来源：T1，字段 material）" in response.answer
+    assert any(not s.product_id for s in response.sources) and "来源：[1] " in response.answer
+    assert [p["kind"] for p in catalog_step(response)["detail"]["parts"]] == ["fact", "policy"]
+
+
+def test_a_message_with_a_part_neither_answers_alone_is_left_to_the_chain(shop):
+    runtime, _ = shop
+    response = ask(runtime, "are your towels pure cotton and can you write my sister a poem about the sea?")
+    assert response.route != "catalog" and response.intent == "" and response.products == []
+
+
+def test_the_intent_is_the_routes_detail_in_the_response_and_the_request_log(shop, settings):
+    from storage.tables import RequestLog
+
+    runtime, _ = shop
+    with api_client(settings, runtime) as client:
+        intents = {message: client.post("/api/v1/chat", json={"message": message}).json()
+                   for message in ("a blue throw blanket under $50", "are your towels pure cotton?",
+                                   "compare the two cheapest desk lamps", "is the merino wool sweater in stock?",
+                                   "how do I reset my password?")}
+    assert [(b["route"], b["intent"]) for b in intents.values()] == [
+        ("catalog", "search"), ("catalog", "fact"), ("catalog", "compare"), ("catalog", "stock"),
+        (intents["how do I reset my password?"]["route"], "")]
+    with runtime.db.session() as session:
+        logged = [session.get(RequestLog, b["request_id"]).intent for b in intents.values()]
+    assert logged == ["search", "fact", "compare", "stock", ""]
 
 
 def test_a_price_changed_by_a_re_ingest_is_in_the_next_answer_never_a_cached_one(shop):

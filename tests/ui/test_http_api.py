@@ -26,8 +26,9 @@ def test_chat_happy_path_has_the_documented_shape(api):
     body = response.json()
     # The customer's badge: no scores, reasons or trace (those are for admin keys and the console).
     assert set(body) == {"request_id", "route", "answer", "sources", "reason", "latency_ms", "degraded", "fallback",
-                         "session_id", "served", "products", "filters"}
-    assert body["products"] == [] and body["filters"] == []  # product cards and filters: catalog answers only
+                         "session_id", "served", "products", "filters", "intent"}
+    # product cards, filters and the product intent: product messages only
+    assert body["products"] == [] and body["filters"] == [] and body["intent"] == ""
     assert "password" in body["answer"].lower() and body["session_id"]
     # what the customer reads: the KB's draft, or the same answer from the cache when another test asked it first
     assert (body["route"], body["served"]) in {("small", "draft"), ("cache", "cache")}, body
