@@ -59,7 +59,9 @@ def test_tandem_llm_model_selects_a_local_stand_in_by_registry_name_and_sends_an
     from tandem.llm_server import LLMServer, served_model, vllm_command
 
     def pick(name: str):
-        return settings.model_copy(update={"llm_model": name})
+        # no aliases: the session's vLLM adds two (tests/llm_server.py), and whether that fixture ran first depends on
+        # the order the tests run in
+        return settings.model_copy(update={"llm_model": name, "llm_aliases": ""})
 
     assert model_files.selected_llm(pick("qwen2.5-0.5b")) is model_files.selected_llm(pick("")) is model_files.QWEN25_05B
     assert model_files.selected_llm(pick("smollm2")) is model_files.SMOLLM2
