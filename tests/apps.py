@@ -1,4 +1,5 @@
-"""A real app for tests: `tandem serve` in a subprocess on a free port, waited for until `/healthz` says ready."""
+"""A real app for tests: `tandem serve` in a subprocess on a free port, waited for until `/healthz` says ready; and
+`tandem console` the same way, until Streamlit's health check answers."""
 
 from __future__ import annotations
 
@@ -88,6 +89,32 @@ def stop_app(app: RunningApp) -> None:
         app.process.wait()
     except ProcessLookupError:
         pass
+
+
+@contextmanager
+def running_console(env: dict[str, str], log: Path | None = None, timeout: float = 120,
+                    port: int | None = None) -> Iterator[str]:
+    """`tandem console` on ``port`` (else a free one) with ``env``; its URL once `/_stcore/health` answers; stopped
+    on exit (its own process group: tandem and the streamlit it started)."""
+    import urllib.request
+
+    from tests.conftest import REPO
+
+    port = port or free_port()
+    with (log.open("w") if log else open(os.devnull, "w")) as output:
+        server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
+                                  cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", timeout,
+                   "the console's /_stcore/health")
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.3):

@@ -11,6 +11,8 @@ import json
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -109,3 +111,17 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+@contextmanager
+def headless_chromium(profile: Path) -> Iterator[Browser]:
+    """Debian's Chromium, headless on a free port with its own profile folder; closed on exit."""
+    from tandem.processes import free_port
+
+    executable = chromium_path()
+    assert executable is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
+    chrome = Browser(executable, profile, free_port())
+    try:
+        yield chrome
+    finally:
+        chrome.close()

@@ -166,24 +166,19 @@ def evaluate(out: Path = typer.Option(Path("reports/eval.json"), help="Where to 
         if unknown:
             raise typer.BadParameter(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(EVAL_SETS)}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    if catalog_only:
-        from offline.catalog_eval import markdown as catalog_markdown
-        from offline.catalog_eval import run_catalog_eval
-
+    if catalog_only or triggers_only:
+        # One section alone, merged into the report: the rest of it stays as the last full run wrote it.
+        if catalog_only:
+            from offline.catalog_eval import markdown as section_markdown
+            from offline.catalog_eval import run_catalog_eval as run_section
+        else:
+            from offline.handoff_eval import markdown as section_markdown
+            from offline.handoff_eval import run_handoff_eval as run_section  # type: ignore[assignment]
+        key = "catalog" if catalog_only else "handoff_triggers"
         report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-        report["catalog"] = run_catalog_eval(log=log)
+        report[key] = run_section(log=log)
         out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
-        typer.echo(catalog_markdown(report["catalog"]))
-        log(f"wrote {out}")
-        return
-    if triggers_only:
-        from offline.handoff_eval import markdown as triggers_markdown
-        from offline.handoff_eval import run_handoff_eval
-
-        report = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
-        report["handoff_triggers"] = run_handoff_eval(log=log)
-        out.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
-        typer.echo(triggers_markdown(report["handoff_triggers"]))
+        typer.echo(section_markdown(report[key]))
         log(f"wrote {out}")
         return
     if answers_only:

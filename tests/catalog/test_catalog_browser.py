@@ -8,17 +8,14 @@ catalog_search.png, catalog_compare.png, catalog_barcode.png and console_catalog
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
-import urllib.request
 
 import pytest
 
 from catalog.images import render_barcode
-from tandem.processes import free_port
-from tests.apps import serving, wait_until
-from tests.browser import Browser, chromium_path
+from tests.apps import running_console, serving, wait_until
+from tests.browser import Browser, headless_chromium
 from tests.conftest import REPO, VENV_BIN
 from tests.ui.conftest import ARTIFACTS
 
@@ -40,31 +37,15 @@ def shop(tmp_path_factory):
     done = subprocess.run([str(VENV_BIN / "tandem"), "catalog", "ingest", str(DEMO_FEED), "--no-images"], env=env,
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    port = free_port()
-    console = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
-                               cwd=REPO, env={**env, "TANDEM_CONSOLE_PASSWORD": PASSWORD}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        with serving(home) as app:
-            console_url = f"http://127.0.0.1:{port}"
-            wait_until(lambda: urllib.request.urlopen(f"{console_url}/_stcore/health", timeout=2).read() == b"ok", 180,
-                       "the console's /_stcore/health")
-            yield app, console_url, home
-    finally:
-        os.killpg(console.pid, signal.SIGTERM)  # our own process group: tandem and the streamlit it started
-        try:
-            console.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(console.pid, signal.SIGKILL)
+    with running_console({**env, "TANDEM_CONSOLE_PASSWORD": PASSWORD}, timeout=180) as console_url, \
+            serving(home) as app:
+        yield app, console_url, home
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    executable = chromium_path()
-    assert executable is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
-    chrome = Browser(executable, tmp_path_factory.mktemp("chromium-profile"), free_port())
-    yield chrome
-    chrome.close()
+    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as chrome:
+        yield chrome
 
 
 def _send(browser: Browser, text: str, replies_before: int) -> dict:

@@ -6,20 +6,17 @@ Saves tests/artifacts/console_overview.png for a human to look at.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from tandem.processes import free_port, free_ports
-from tests.apps import wait_until
-from tests.browser import Browser, chromium_path
-from tests.conftest import REPO, VENV_BIN
+from tandem.processes import free_ports
+from tests.apps import running_console, wait_until
+from tests.browser import headless_chromium
+from tests.conftest import REPO
 
-CHROMIUM = chromium_path()
 ARTIFACT = REPO / "tests" / "artifacts" / "console_overview.png"
 pytestmark = pytest.mark.slow
 
@@ -40,28 +37,14 @@ def console_server(tmp_path):
            "TANDEM_APP_PORT": str(app_port)}  # nothing listens there: the page must say so
     fill = "from tests.console.traffic import drive_in_this_home; drive_in_this_home()"
     subprocess.run([sys.executable, "-c", fill], cwd=REPO, env=env, check=True, timeout=300)
-    server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
-                              cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 90,
-                 "the console's /_stcore/health")
+    with running_console(env, timeout=90, port=port) as url:
         yield ConsoleUrl(url, home)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # our own process group: tandem and the streamlit it started
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
 
 
 @pytest.fixture()
 def browser(tmp_path):
-    assert CHROMIUM is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
-    chrome = Browser(CHROMIUM, tmp_path / "chromium", free_port())
-    yield chrome
-    chrome.close()
+    with headless_chromium(tmp_path / "chromium") as chrome:
+        yield chrome
 
 
 def test_overview_in_a_real_browser(console_server, browser):

@@ -12,20 +12,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlmodel import col, select
 
-from tandem.processes import free_port
-from tests.apps import RunningApp, app_env, start_app, stop_app, wait_until
-from tests.browser import Browser, chromium_path
-from tests.conftest import REPO, VENV_BIN
+from tests.apps import RunningApp, app_env, running_console, start_app, stop_app, wait_until
+from tests.browser import Browser, headless_chromium
+from tests.conftest import REPO
 from tests.llm_server import live
 
 pytestmark = pytest.mark.slow
@@ -65,8 +61,9 @@ def home(tmp_path) -> Path:
 def chat_app(home, llm_server) -> Iterator[RunningApp]:
     from storage.db import open_database
 
-    # No learning loop in the console: it would load a whole chain there on the first reply (tests/handoff/
-    # test_learning.py covers it); this test is about the conversation between the two windows.
+    # No learning loop in the console: it would load a whole chain there (off the page's thread, but seconds of CPU
+    # on a 2-core machine) on the first reply; tests/handoff/test_learning.py covers it, and this test is about the
+    # conversation between the two windows.
     env = app_env(home, live(llm_server).url, TANDEM_CONSOLE_PASSWORD=PASSWORD, TANDEM_HANDOFF_LEARN="false")
     app = start_app(home.parent / "serve.log", env)
     app.db = open_database(f"sqlite:///{home / 'tandem.db'}")
@@ -77,38 +74,17 @@ def chat_app(home, llm_server) -> Iterator[RunningApp]:
 @pytest.fixture()
 def console(home, chat_app) -> Iterator[str]:
     """`tandem console` on the chat app's TANDEM_HOME (its database), signed in to with the shared password."""
-    port = free_port()
     env = {**app_env(home, TANDEM_CONSOLE_PASSWORD=PASSWORD, TANDEM_HANDOFF_LEARN="false"),
            "TANDEM_APP_PORT": chat_app.url.rsplit(":", 1)[1]}
-    with (home.parent / "console.log").open("w") as log:
-        server = subprocess.Popen([str(VENV_BIN / "tandem"), "console", "--port", str(port), "--host", "127.0.0.1"],
-                                  cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok", 120,
-                   "the console's /_stcore/health")
+    with running_console(env, home.parent / "console.log") as url:
         yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)  # our own process group: tandem and the streamlit it started
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
 
 
 @pytest.fixture()
 def browsers(tmp_path) -> Iterator[tuple[Browser, Browser]]:
-    executable = chromium_path()
-    assert executable is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
-    customer = Browser(executable, tmp_path / "customer-profile", free_port())
-    try:
-        operator = Browser(executable, tmp_path / "operator-profile", free_port())
-    except Exception:
-        customer.close()
-        raise
-    yield customer, operator
-    operator.close()
-    customer.close()
+    with headless_chromium(tmp_path / "customer-profile") as customer, \
+            headless_chromium(tmp_path / "operator-profile") as operator:
+        yield customer, operator
 
 
 def send(browser: Browser, text: str) -> None:

@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from core.settings import get_settings
 from tests.apps import wait_until
-from tests.browser import Browser, chromium_path
-from tests.ui.conftest import ARTIFACTS, ASSETS, free_port
+from tests.browser import headless_chromium
+from tests.ui.conftest import ARTIFACTS, ASSETS
 
 pytestmark = pytest.mark.slow
 
@@ -23,11 +23,8 @@ LAST_BOT = ("(() => { const bots = document.querySelectorAll('#chat .bot'); "
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    executable = chromium_path()
-    assert executable is not None, "Chromium is not installed: run `make test` (it installs Debian's chromium)"
-    chrome = Browser(executable, tmp_path_factory.mktemp("chromium-profile"), free_port())
-    yield chrome
-    chrome.close()
+    with headless_chromium(tmp_path_factory.mktemp("chromium-profile")) as chrome:
+        yield chrome
 
 
 def _rows_since(since: datetime, **where):
