@@ -287,21 +287,12 @@ class ProductSearch:
 
     def _fact(self, message: str, product: CatalogProduct, asked: str, language: str) -> Fact:
         title = product.title_zh if language == "zh" and product.title_zh else product.title
-        if asked and not product.field_value(asked) and not self._kind_states(product, asked):
-            # a field word names a field no product of this kind has ("how far" is a lamp's arm reach): the field
-            # of the kind the ranking picks with confidence, when this record states it, answers instead
-            ranked = self.ranked_field(message, product)
-            if ranked is not None and ranked.confident and ranked.value:
-                return _fact(product, title, ranked.name, ranked.value, ranked.score, language)
         if asked:
             return _fact(product, title, asked, product.field_value(asked), 1.0, language)
         ranked = self.ranked_field(message, product)
         if ranked is None or not ranked.confident:
             return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
         return _fact(product, title, ranked.name, ranked.value, ranked.score, language)
-
-    def _kind_states(self, product: CatalogProduct, name: str) -> bool:
-        return any(p.field_value(name) for p in self.catalog.products.values() if p.category == product.category)
 
     def ranked_field(self, message: str, product: CatalogProduct) -> RankedField | None:
         """The field of ``product``'s kind the attribute ranking picks for ``message`` (:mod:`catalog.field_ranking`),

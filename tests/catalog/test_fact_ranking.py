@@ -79,9 +79,12 @@ def test_below_the_floor_the_message_keeps_todays_route(shop):
     assert intent(shop, "how do I descale the family kettle?") is None  # a how-to stays with the help center
 
 
-def test_a_field_word_for_a_field_the_kind_lacks_gives_way_to_a_confident_ranking(shop):
-    facts, answer = _facts(shop, "how far up the wrist do the leather gloves go?")  # "how far": a lamp's arm reach
-    assert facts == [{"product_id": "G1", "field": "cuff length", "stated": True}] and "15 cm" in answer.text
+def test_a_field_word_names_the_field_even_when_the_ranking_would_pick_a_stated_one(shop):
+    message = "how far up the wrist do the leather gloves go?"  # "how far": arm reach, which gloves do not state
+    ranked = shop.ranked_field(message, shop.catalog.get("G1"))
+    assert ranked is not None and ranked.confident and ranked.name == "cuff length"
+    facts, answer = _facts(shop, message)
+    assert facts == [{"product_id": "G1", "field": "arm reach", "stated": False}] and "15 cm" not in answer.text
 
 
 def test_the_named_products_own_field_beats_another_fields_wording(shop):
