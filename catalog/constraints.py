@@ -203,6 +203,9 @@ class Facets:
     material_words: set[str] = field(default_factory=set)  # words found in the catalog's material values
     leaf_zh: dict[str, str] = field(default_factory=dict)  # leaf -> its Chinese name
     size_leaves: dict[str, set[str]] = field(default_factory=dict)  # lower-case size -> the leaves that have it
+    # a colour word with its neighbour in a product's title or a category's name ("green tea", "red rooibos", "earl
+    # grey"): in a message, that phrase names the product or kind, not a colour
+    colour_phrases: set[str] = field(default_factory=set)
 
     @classmethod
     def from_products(cls, products: Iterable) -> Facets:
@@ -226,6 +229,8 @@ class Facets:
                 facets.sizes[p.size.lower()] = p.size
                 if leaf:
                     facets.size_leaves.setdefault(p.size.lower(), set()).add(leaf)
+            for name in (p.title.split(" - ")[0], *nodes):
+                facets.colour_phrases |= _colour_phrases(name)
             material = " ".join(v for k, v in p.attributes.items() if k.lower() == "material") + " " + p.material
             facets.material_words.update(re.findall(r"[a-z]+", material.lower()))
         for synonym, target in CATEGORY_SYNONYMS.items():
@@ -240,6 +245,21 @@ class Facets:
 
     def has_material(self, term: str) -> bool:
         return all(word in self.material_words for word in term.split())
+
+
+def _colour_phrases(name: str) -> set[str]:
+    """"Green Tea" -> {"green tea", "green teas"}; "Earl Grey Bergamot" -> {"earl grey", "grey bergamot", ...}."""
+    words = re.findall(r"[a-z]+(?:-[a-z]+)*", name.lower())
+    colours = set(COLOURS) | set(COLOUR_SYNONYMS)
+    out: set[str] = set()
+    for i, word in enumerate(words):
+        if word not in colours:
+            continue
+        for before, after in ((words[i - 1], word) if i else (None, None), (word, words[i + 1]) if i + 1 < len(words)
+                              else (None, None)):
+            if before and after:
+                out |= {f"{before} {after}", f"{before} {_singular(after)}", f"{before} {_plural(_singular(after))}"}
+    return out
 
 
 def _aliases(node: str) -> set[str]:
@@ -352,7 +372,9 @@ def _parse_price(text: str, out: Filters) -> None:
 
 def _parse_colour(text: str, facets: Facets, out: Filters) -> None:
     words = list(COLOURS) + list(COLOUR_SYNONYMS)
-    hits = [COLOUR_SYNONYMS.get(p, p) for _, _, p in _longest(text, words)]
+    named = _longest(text, facets.colour_phrases)  # "green tea", "red rooibos": a product's or a kind's name
+    hits = [COLOUR_SYNONYMS.get(p, p) for s, e, p in _longest(text, words)
+            if not any(a <= s and e <= b for a, b, _ in named)]
     hits += [COLOUR_ZH[p] for _, _, p in _longest(text, COLOUR_ZH, words=False) if f"{p}色" in text or len(p) > 1]
     for colour in hits:
         catalog_value = facets.colors.get(colour)

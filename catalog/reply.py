@@ -58,6 +58,10 @@ _SHOPPING = re.compile(r"\b(?:find|show|looking|look for|want|need|buy|sell|sell
                        r"browse|cheap\w*|priciest|under|below|between|over|above|less than|how much|price\w*)\b|"
                        r"找|想买|有没有|卖|看看|多少钱|价格", re.I)
 _HOW_TO = re.compile(r"^\s*(?:how|why|when|where|can i|could i|what if|what happens)\b|怎么|为什么|如何", re.I)
+_HOW_TO_DO = re.compile(r"^\s*(?:how (?:do|does|did|can|could|should|would|to)\b|why|when|where|what if|what happens)\b|"
+                        r"怎么|为什么|如何", re.I)
+# Chinese question words, wherever they stand ("数据线多长", "是什么做的", "是纯棉的吗 谢谢")
+_ZH_FACT_CUE = re.compile(r"吗|多少|什么|几|多久|多长|多大|多重|多高|多宽|多厚|能不能|可不可以|是否")
 _PRONOUN = re.compile(r"\b(?:it|this|that|this one|that one|they|them)\b|这款|这个|那款|那个|它", re.I)
 _WORDS = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]", re.I)
 
@@ -107,6 +111,8 @@ def intent(search: ProductSearch, message: str, last_answer: str = "") -> Intent
         return Intent("stock", filters, product_id)
     if asked and asked != "availability" and (named or category or product_id) and _is_question(text):
         return Intent("fact", filters, product_id)
+    if not asked and (named or product_id) and _asks_about(text) and _ranked_fact(search, text, named, product_id):
+        return Intent("fact", filters, product_id)
     if asked == "availability" and category:
         return Intent("search", filters)
     if (category or named) and not _HOW_TO.search(text) and (
@@ -129,8 +135,23 @@ def unmet(search: ProductSearch, message: str) -> Intent | None:
     return Intent(UNMET, filters) if search.not_carried(text, filters) else None
 
 
+def _asks_about(text: str) -> bool:
+    """A question that may ask a field no field word names ("how long is the USB-C cable?", "数据线多长？"): not
+    shopping wording, nor a how-to ("how do I descale it?", for the help center)."""
+    return _is_question(text) and not _SHOPPING.search(text) and not _HOW_TO_DO.search(text)
+
+
+def _ranked_fact(search: ProductSearch, text: str, named: list[CatalogProduct], product_id: str) -> bool:
+    """Whether the attribute ranking picks a field of the product's kind with confidence (catalog.field_ranking)."""
+    product = named[0] if named else search.catalog.get(product_id)
+    ranked = search.ranked_field(text, product) if product is not None else None
+    return ranked is not None and ranked.confident
+
+
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith(("?", "？", "吗", "呢")) or bool(re.match(
+    """A question mark or a question's opening; in Chinese, also a question word anywhere ("摇臂台灯多重", with no
+    question mark, as customers often type)."""
+    return text.rstrip().endswith(("?", "？", "吗", "呢")) or bool(_ZH_FACT_CUE.search(text)) or bool(re.match(
         r"\s*(?:is|are|does|do|did|has|have|can|will|what|which|how|tell me)\b", text, re.I))
 
 

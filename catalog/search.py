@@ -9,8 +9,9 @@
   are dropped. "We don't carry that" is said only when no category matched and none of the message's own words
   appears anywhere in the catalog's text.
 * **A fact** is read from the product's record: the field the question names when it names one (absent: "not
-  stated"), else the best attribute by :func:`catalog.attributes.rank_attributes` (below its floor: "not
-  stated"). Every fact names the product id and the field.
+  stated"), else the field :mod:`catalog.field_ranking` picks among the fields of the product's kind (absent from
+  this record: "not stated"; below its floor: "not stated" with no field). Every fact names the product id and the
+  field.
 * **A comparison** takes 2-4 products, named in the message or picked by the filters ("your two cheapest desk
   lamps"); every cell is a record's value or "not stated".
 """
@@ -22,52 +23,24 @@ import re
 import numpy as np
 
 from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, SearchAnswer, VariantAnswer
-from catalog.attributes import content_words, rank_attributes
+from catalog.attributes import content_words
 from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
+from catalog.field_ranking import (
+    FIELD_WORDS,
+    FIELD_ZH,
+    EmbedCache,
+    RankedField,
+    kind_fields,
+    rank_field,
+    without_name,
+    zh_field_words,
+)
 from catalog.naming import base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
 
 LEXICAL_WEIGHT = {"en": 0.3, "zh": 0.9}
 RELAX_ORDER = ("in_stock", "size", "color", "material", "price")
-# Below this fused attribute score the best attribute is not taken as the answer ("not stated" instead). On semiPQA
-# dev, 72% of the questions' relevant attributes score at least 0.4, and 19% of the 108 questions whose product has no
-# relevant attribute have some attribute at 0.4 or more (0.35: 78% and 28%): a guess costs more than a "not stated".
-FACT_FLOOR = 0.4
-# Words that ask for a field by name, beyond the field's own name (which always counts)
-FIELD_WORDS = {
-    "material": ("made of", "made from", "material", "fabric", "pure cotton", "100% cotton", "what is it made",
-                 "composition", "材质", "材料", "什么做的", "成分", "是纯棉", "纯棉吗", "纯棉的吗"),
-    "capacity": ("capacity", "litre", "liter", "litres", "liters", "how much water", "how many cups", "容量", "几升", "多少升"),
-    "power": ("power", "watt", "watts", "wattage", "功率", "瓦"),
-    "dimensions": ("dimensions", "how big", "measurements", "尺寸", "多大"),
-    "weight": ("weight", "how heavy", "weigh", "重量", "多重"),
-    "care": ("care", "wash", "washing", "washable", "machine washable", "machine wash", "clean", "iron", "洗", "保养"),
-    "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
-    "battery life": ("battery", "battery life", "续航", "电池"),
-    "voltage": ("voltage", "volts", "电压"),
-    "dishwasher safe": ("dishwasher", "洗碗机"),
-    "brand": ("brand", "who makes", "品牌"),
-    "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
-    "availability": ("in stock", "available", "availability", "有货", "库存"),
-    "height": ("height", "how tall", "how high", "多高", "高度"),
-    "width": ("width", "how wide", "多宽", "宽度"),
-    "length": ("length", "长度", "多长"),
-    "arm reach": ("reach", "how far"),
-    "water resistance": ("waterproof", "water resistant", "water-resistant", "water resistance", "防水"),
-    "heat resistance": ("heat resistant", "heat resistance", "how hot", "耐热", "耐多少度", "耐高温"),
-    "weight per m²": ("gsm", "weight per m²", "克重"),
-    "certification": ("certified", "certification", "certificate", "认证"),
-    "pieces": ("how many pieces", "pieces", "几条", "几件", "几个", "多少件"),
-    "thread count": ("thread count", "支数", "纱支"),
-    "microwave safe": ("microwave", "微波炉"),
-    "keeps hot": ("keep hot", "keeps hot", "keep drinks hot", "stay hot", "保温多久", "保温多长"),
-    "age": ("how old", "what age", "几岁", "年龄"),
-    "sockets": ("plug types", "plug type", "plugs", "插头类型"),
-}
-FIELD_ZH = {"material": "材质", "capacity": "容量", "power": "功率", "dimensions": "尺寸", "weight": "重量",
-            "care": "保养方式", "warranty": "保修", "battery life": "续航", "voltage": "电压", "price": "价格",
-            "availability": "库存", "brand": "品牌", "color": "颜色", "size": "尺码"}
 _SHOP_WORDS = frozenset(["find", "show", "looking", "look", "want", "need", "buy", "sell", "sells", "selling", "carry", "stock",
                          "have", "got", "any", "some", "something", "recommend", "recommendation", "please", "hi", "hello",
                          "thanks", "thank", "search", "get", "shop", "store", "item", "items", "product", "products", "cheap",
@@ -95,6 +68,7 @@ class ProductSearch:
         self._facets = Facets()
         self._vocab: set[str] = set()
         self._vocab_zh: set[str] = set()
+        self._embed = EmbedCache(catalog.encoder)
 
     @property
     def facets(self) -> Facets:
@@ -285,7 +259,12 @@ class ProductSearch:
         text = " " + " ".join(message.lower().split()) + " "
         # a field's word inside the title of the product the message names best is part of its name ("noise cancelling" in
         # the Noise-Cancelling Headphones, "cable" in the USB-C Cable, "fit" in the Slim Fit Jeans)
-        titles = [" " + f"{base_title(p)} {p.title_zh}".lower().replace("-", " ") + " " for p in self.named(message)[:1]]
+        named = self.named(message)[:1]
+        titles = [" " + f"{base_title(p)} {p.title_zh}".lower().replace("-", " ") + " " for p in named]
+        # the named product's own attribute, by its own name, beats another field's wording ("how many cups" is
+        # the capacity, but the Family Kettle's record has a "cups" field)
+        own_fields = set(named[0].attributes) if named else set()
+        own, own_len = "", 0
         text_plain = text.replace("-", " ")
         names = sorted(set(FIELD_WORDS) | set(self.facets_attribute_names()))  # sorted: ties go the same way each run
         best = ""
@@ -299,7 +278,9 @@ class ProductSearch:
                     continue
                 if found and len(phrase) > best_len:
                     best, best_len = name, len(phrase)
-        return best
+                if found and phrase == name and name in own_fields and len(phrase) > own_len:
+                    own, own_len = name, len(phrase)
+        return own or best
 
     def facets_attribute_names(self) -> list[str]:
         return sorted({name for p in self.catalog.products.values() for name in p.attributes})
@@ -307,17 +288,23 @@ class ProductSearch:
     def _fact(self, message: str, product: CatalogProduct, asked: str, language: str) -> Fact:
         title = product.title_zh if language == "zh" and product.title_zh else product.title
         if asked:
-            value = product.field_value(asked)
-            return _fact(product, title, asked, value, 1.0, language)
-        candidates = [(name, product.field_value(name)) for name in
-                      ("material", "color", "size", "brand", *product.attributes)]
-        candidates = [(n, v) for n, v in candidates if v]
-        ranked = rank_attributes(message, candidates, self.catalog.encoder)
-        if not ranked or ranked[0][1] < FACT_FLOOR:
-            return _fact(product, title, "", "", ranked[0][1] if ranked else 0.0, language)
-        index, score = ranked[0]
-        name, value = candidates[index]
-        return _fact(product, title, name, value, score, language)
+            return _fact(product, title, asked, product.field_value(asked), 1.0, language)
+        ranked = self.ranked_field(message, product)
+        if ranked is None or not ranked.confident:
+            return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
+        return _fact(product, title, ranked.name, ranked.value, ranked.score, language)
+
+    def ranked_field(self, message: str, product: CatalogProduct) -> RankedField | None:
+        """The field of ``product``'s kind the attribute ranking picks for ``message`` (:mod:`catalog.field_ranking`),
+        the words naming the product left out; check ``confident`` before taking it."""
+        facets = self.facets
+        kind = [p for p in self.catalog.products.values() if p.category == product.category and p.category]
+        name_words = content_words(base_title(product)) | {
+            w for alias, leaves in facets.category_aliases.items() if product.category in leaves for w in content_words(alias)}
+        name_zh = [product.title_zh, *(a for a, leaves in facets.category_aliases_zh.items() if product.category in leaves)]
+        question = without_name(" ".join(message.split()), name_words, name_zh)
+        return rank_field(question, kind_fields(product, kind), self.catalog.encoder, zh_names=zh_field_words,
+                          embed=self._embed.embed(self.catalog.loaded_version))
 
     # ---- stock and variants -------------------------------------------------------------
     def variant(self, message: str, product_id: str | None = None) -> VariantAnswer | None:

@@ -131,3 +131,30 @@ def test_a_comparison_takes_each_kind_it_names_but_not_a_word_inside_another(dem
     sweaters = parse("compare the cotton cable-knit sweater with the merino wool sweater", demo)
     assert sweaters.categories == ["Sweaters"]  # not "cable" in "cable-knit"
     assert parse("a blue lamp", demo).categories == ["Desk Lamps", "Table Lamps"]  # outside a comparison: one kind
+
+
+# ---- a shop's own catalog: tests/catalog/data/tea_shop.tsv (colour words inside product and kind names) ----------
+@pytest.fixture(scope="module")
+def tea():
+    from pathlib import Path
+
+    return Facets.from_products(read_feed(Path(__file__).resolve().parent / "data" / "tea_shop.tsv").products)
+
+
+def test_a_colour_word_in_a_kinds_name_is_the_kind_not_a_colour(tea):
+    found = parse("any green tea for less than $15?", tea)
+    assert (found.categories, found.color, found.missing, found.price_max) == (["Green Tea"], "", [], 15.0)
+    assert found.label == "green tea · under $15" and found.active() == ["price"]  # nothing colour to relax
+    assert parse("black tea, please", tea).color == ""
+
+
+def test_a_colour_word_in_a_products_title_is_its_name_not_a_missing_colour(tea):
+    rooibos = parse("does the red rooibos have caffeine?", tea)
+    assert (rooibos.color, rooibos.missing) == ("", [])  # the catalog has nothing red, but no colour was asked
+    assert parse("earl grey in stock?", tea).color == ""
+
+
+def test_a_colour_word_beside_another_word_is_still_a_colour(tea):
+    teapot = parse("a green cast iron teapot", tea)
+    assert (teapot.color, teapot.categories) == ("Green", ["Teapots"])
+    assert parse("red tea cups", tea).missing == ["color red"]
