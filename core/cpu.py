@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 CPUINFO = Path("/proc/cpuinfo")
@@ -16,3 +17,11 @@ def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
         return frozenset()
     return frozenset(flag for line in lines if line.startswith(("flags", "Features"))
                      for flag in line.split(":", 1)[1].split())
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's limit), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call on this platform
+        return max(1, os.cpu_count() or 1)

@@ -35,17 +35,18 @@ class Encoder(ABC):
     passage_cache_path: Path | None = None
 
     @abstractmethod
-    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """Run the model on stored texts: a float32 matrix, one L2-normalised row each."""
+    def _embed_passages(self, texts: Sequence[str], batch_size: int, workers: int = 1) -> np.ndarray:
+        """Run the model on stored texts: a float32 matrix, one L2-normalised row each. ``workers`` > 1 lets an
+        encoder run that many batches at once (a bulk ingest on a machine of its own); one that cannot ignores it."""
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def encode_passages(self, texts: Sequence[str], batch_size: int = 64, workers: int = 1) -> np.ndarray:
         """Stored texts (answers, example questions) as a float32 matrix, one L2-normalised row each; each text is
         embedded once per encoder version and machine (:mod:`core.passage_cache`)."""
         path = self.passage_cache_path
         if path is None:
-            return self._embed_passages(texts, batch_size)
+            return self._embed_passages(texts, batch_size, workers)
         return passage_cache(path).vectors(self.passage_identity, texts, self.dim,
-                                           lambda missing: self._embed_passages(missing, batch_size))
+                                           lambda missing: self._embed_passages(missing, batch_size, workers))
 
     @property
     def passage_identity(self) -> str:

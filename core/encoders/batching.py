@@ -31,8 +31,8 @@ class BatchingEncoder(Encoder):
         self.passes = 0  # forward passes run, and messages they served (for the bench and the profile)
         self.messages = 0
 
-    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        return self.inner._embed_passages(texts, batch_size)
+    def _embed_passages(self, texts: Sequence[str], batch_size: int, workers: int = 1) -> np.ndarray:
+        return self.inner._embed_passages(texts, batch_size, workers)
 
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         if len(texts) != 1:

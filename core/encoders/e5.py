@@ -44,5 +44,6 @@ class E5Encoder(Encoder):
     def encode_queries(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         return self._encode(texts, True, batch_size)
 
-    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    def _embed_passages(self, texts: Sequence[str], batch_size: int, workers: int = 1) -> np.ndarray:
+        # ``workers`` is not used: sentence-transformers spreads one pass over torch's own threads
         return self._encode(texts, False, batch_size)

@@ -4,12 +4,13 @@ and its accuracy gate chooses)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from core.cpu import cpu_flags
-from core.encoders.base import Encoder, embedded_by_length
+from core.encoders.base import Encoder
 from core.encoders.transformer import TransformerEncoder
 
 ONNX_FILE = "model.onnx"
@@ -46,11 +47,36 @@ class OnnxEncoder(Encoder):
         # What the graph takes: MiniLM (BERT) also takes token_type_ids; a graph without that input fails if fed it.
         self._inputs = [i.name for i in self._session.get_inputs()]
 
-    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
+    def _embed_passages(self, texts: Sequence[str], batch_size: int, workers: int = 1) -> np.ndarray:
+        """Batches of texts of similar length in tokens (a batch is padded to its longest; sorting by tokens
+        rather than characters pads the catalog's texts 11% less), ``workers`` batches at once. The vectors are
+        the same as one batch at a time (a text's vector does not depend on its batch's padding here: equal to the
+        bit on the catalog's texts). The tokenizer runs in this thread only: a fast tokenizer shared by threads
+        fails ("Already borrowed"); onnxruntime's run is safe to call from several and releases the GIL."""
+        items = [t if t.strip() else "." for t in texts]
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        if len(items) <= batch_size:  # one batch (a message): nothing to sort, no second tokenizer pass
+            if items:
+                out[:] = self._run(self._tokens(items))
+            return out
+        lengths = [len(ids) for ids in self.tokenizer(items, truncation=True, max_length=self.max_length)["input_ids"]]
+        order = np.argsort(lengths, kind="stable")
+        chunks = [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+        batches = (self._tokens([items[i] for i in rows]) for rows in chunks)
+        if workers <= 1 or len(chunks) == 1:
+            for rows, tokens in zip(chunks, batches):
+                out[rows] = self._run(tokens)
+            return out
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for rows, vectors in zip(chunks, pool.map(self._run, batches)):
+                out[rows] = vectors
+        return out
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+    def _tokens(self, batch: list[str]) -> dict[str, np.ndarray]:
         tokens = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="np")
+        return {name: np.asarray(value) for name, value in tokens.items()}
+
+    def _run(self, tokens: dict[str, np.ndarray]) -> np.ndarray:
         feed = {name: tokens[name].astype(np.int64) for name in self._inputs}
         hidden = self._session.run(None, feed)[0]
         mask = tokens["attention_mask"][..., None].astype(np.float32)

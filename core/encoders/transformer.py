@@ -36,7 +36,8 @@ class TransformerEncoder(Encoder):
         self.dim = int(self.model.config.hidden_size)
         self._lock = threading.Lock()
 
-    def _embed_passages(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    def _embed_passages(self, texts: Sequence[str], batch_size: int, workers: int = 1) -> np.ndarray:
+        # ``workers`` is not used: torch runs one forward pass at a time here and spreads it over its own threads
         return embedded_by_length(texts, batch_size, self.dim, self._embed_batch)
 
     def _embed_batch(self, batch: list[str]) -> np.ndarray:

@@ -51,8 +51,10 @@ def ingest(path: Path = typer.Argument(..., exists=True, dir_okay=False, help="M
 
     Exit code 1 when some rows were bad (the good ones are in), 0 otherwise.
     """
+    from core.cpu import usable_cores
+
     catalog = _catalog()
-    report = catalog.ingest(path, replace=replace)
+    report = catalog.ingest(path, replace=replace, workers=usable_cores())  # a command of its own: every core
     if images:
         _render(catalog, force=False)
     if as_json:

@@ -151,3 +151,30 @@ def test_the_demo_catalog_is_the_generators_output_and_a_valid_feed():
         items = [item.split("x ", 1)[1] for order in csv.DictReader(handle) for item in order["items"].split("|")]
     named = [i if i in titles else i.rsplit(" (", 1)[0] for i in items]  # "(M)", "(32/32)": the size ordered
     assert [i for i in named if i not in titles] == []
+
+
+def test_an_ingest_on_two_encoder_workers_stores_the_same_rows_and_vectors_as_on_one(tmp_path):
+    """The CLI ingests with one encoder batch per core at once (the ONNX export that `tandem models prepare` makes
+    and the bench serves); both languages' texts go through one call in batches sorted by token count."""
+    import numpy as np
+
+    from bench.catalog_feed import synthetic_feed
+    from core.encoders import OnnxEncoder, export_dir
+    from core.model_files import minilm_path
+
+    exported = export_dir(minilm_path(), REPO / ".tandem")
+    encoder = OnnxEncoder(exported, "minilm", "model.onnx", "test")
+    feed = synthetic_feed(100, tmp_path / "feed.tsv")  # 200 texts: several batches of 64
+    one, two = open_catalog(tmp_path / "one", encoder), open_catalog(tmp_path / "two", encoder)
+    first, second = one.ingest(feed, workers=1), two.ingest(feed, workers=2)
+    assert first.as_dict() == second.as_dict() and second.embedded == 100
+    assert {p.id: p.text_hash for p in one.products.values()} == {p.id: p.text_hash for p in two.products.values()}
+    for lang in ("en", "zh"):
+        assert one.spaces[lang].ids == two.spaces[lang].ids and len(two.spaces[lang].ids) == 100
+        assert np.array_equal(one.spaces[lang].vectors, two.spaces[lang].vectors)
+    # a text's vector does not depend on the batch it was in: the same as embedded alone
+    from catalog.store import product_text
+
+    sample = [two.products[pid] for pid in two.spaces["zh"].ids[::20]]
+    alone = np.stack([encoder.encode_passages([product_text(p, "zh")])[0] for p in sample])
+    assert float(np.abs(alone - two.spaces["zh"].vectors[::20]).max()) < 1e-5
