@@ -206,6 +206,9 @@ class Facets:
     # a colour word with its neighbour in a product's title or a category's name ("green tea", "red rooibos", "earl
     # grey"): in a message, that phrase names the product or kind, not a colour
     colour_phrases: set[str] = field(default_factory=set)
+    # Words each product's title names it by (catalog/naming.py), worked out once per catalog version: computed
+    # per message they cost seconds at 10,000 products (every product's kind aliases, for every product).
+    title_words: dict[tuple[str, str, str], frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_products(cls, products: Iterable) -> Facets:

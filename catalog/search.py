@@ -35,7 +35,7 @@ from catalog.field_ranking import (
     without_name,
     zh_field_words,
 )
-from catalog.naming import base_title, named_products
+from catalog.naming import TitleIndex, base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
 
@@ -66,6 +66,7 @@ class ProductSearch:
         self.catalog = catalog
         self._facets_version = -1
         self._facets = Facets()
+        self._titles = TitleIndex([], self._facets)
         self._vocab: set[str] = set()
         self._vocab_zh: set[str] = set()
         self._embed = EmbedCache(catalog.encoder)
@@ -76,6 +77,7 @@ class ProductSearch:
         if version != self._facets_version:
             products = list(self.catalog.products.values())
             self._facets = Facets.from_products(products)
+            self._titles = TitleIndex(products, self._facets)
             self._vocab = set()
             self._vocab_zh = set()
             for p in products:
@@ -85,6 +87,12 @@ class ProductSearch:
                 self._vocab_zh |= {zh[i:i + 2] for i in range(len(zh) - 1)}
             self._facets_version = version
         return self._facets
+
+    @property
+    def titles(self) -> TitleIndex:
+        """Which products each title word names, for the catalog version loaded for this message."""
+        _ = self.facets  # rebuilt with the facets when the version changed
+        return self._titles
 
     # ---- search -------------------------------------------------------------------------
     def parse(self, message: str) -> Filters:
@@ -235,10 +243,10 @@ class ProductSearch:
         return [p for _, p in ranked]
 
     def _named(self, message: str, by_material: bool = False) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
-        return named_products(message, list(self.catalog.products.values()), self.facets, by_material)
+        return named_products(message, self.titles, by_material)
 
     def _variant(self, group: str, filters: Filters) -> CatalogProduct:
-        variants = [p for p in self.catalog.products.values() if p.group == group]
+        variants = self.titles.groups[group]
         exact = [p for p in variants if (not filters.color or p.color.lower() == filters.color.lower())
                  and (not filters.size or p.size.lower() == filters.size.lower())]
         return (exact or variants)[0]
@@ -283,7 +291,7 @@ class ProductSearch:
         return own or best
 
     def facets_attribute_names(self) -> list[str]:
-        return sorted({name for p in self.catalog.products.values() for name in p.attributes})
+        return self.titles.attribute_names
 
     def _fact(self, message: str, product: CatalogProduct, asked: str, language: str) -> Fact:
         title = product.title_zh if language == "zh" and product.title_zh else product.title
