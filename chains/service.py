@@ -56,7 +56,7 @@ from core.pii import mask
 from core.policy import Thresholds
 from storage import prepared_store
 from storage.db import Database
-from storage.tables import ChatMessage, ChatSession, Feedback, Handoff, RequestLog, new_id, utcnow
+from storage.tables import ChatMessage, ChatSession, ConversationState, Feedback, Handoff, RequestLog, new_id, utcnow
 
 LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
 # Earlier messages a turn reads from its session: 20 turns; the prompt keeps what fits its budget (chains/answers.py).
@@ -122,11 +122,12 @@ class TandemService:
         try:
             try:
                 turn = self._start(turn)
-                if self._held(turn):  # a person holds the conversation: the bot sends nothing
+                state = self._state_at_start(turn)
+                if self._held(turn, state):  # a person holds the conversation: the bot sends nothing
                     yield turn.decided(HUMAN_ROUTE)
                     if turn.answer:  # the guard refused the message (empty, too long)
                         yield turn.answer
-                elif self._contact_given(turn):  # a waiting customer's email address for the reply
+                elif self._contact_given(turn, state):  # a waiting customer's email address for the reply
                     yield turn.decided(HANDOFF_ROUTE)
                     yield turn.answer
                 else:
@@ -375,13 +376,17 @@ class TandemService:
         return self.conversations.view(self.conversations.state(session_id))
 
     # --- a person in the conversation ------------------------------------------------------------------
-    def _held(self, turn: Turn) -> bool:
+    def _state_at_start(self, turn: Turn) -> ConversationState | None:
+        """Where the conversation stands as the message arrives (one read for the checks that follow); None for a
+        conversation minted now, or without the handoff core."""
+        if self.conversations is None or turn.new_session:
+            return None
+        return self.conversations.state(turn.request.session_id)
+
+    def _held(self, turn: Turn, state: ConversationState | None) -> bool:
         """Whether a person holds the conversation. Then the message is checked by the guard (a refusal answers as
         always) and logged for the operator, and the bot answers nothing (route human, empty answer)."""
-        if self.conversations is None or turn.new_session:
-            return False
-        state = self.conversations.state(turn.request.session_id)
-        if state.status != HUMAN:
+        if state is None or state.status != HUMAN:
             return False
         turn = self.chain.check_message(turn)
         if turn.done:
@@ -391,15 +396,15 @@ class TandemService:
         turn.finish(HUMAN_ROUTE, "", f"a person holds the conversation ({state.operator}): the bot stays quiet")
         return True
 
-    def _contact_given(self, turn: Turn) -> bool:
+    def _contact_given(self, turn: Turn, state: ConversationState | None) -> bool:
         """A customer waiting for a person who sends an email address (chains/contact.py): a valid one is stored on
         the conversation for the operators and acknowledged, partly hidden; one that fails the check is answered
         with a request to send it again. Either way the message is logged (masked) and shown to operators, and the
         chain does not run: an address is no question."""
         conversations = self.conversations
-        if (conversations is None or turn.new_session or turn.request.channel not in CUSTOMER_CHANNELS
-                or (given := address_in(turn.request.message or "")) is None
-                or conversations.state(turn.request.session_id).status != WAITING):
+        if (conversations is None or state is None or state.status != WAITING
+                or turn.request.channel not in CUSTOMER_CHANNELS
+                or (given := address_in(turn.request.message or "")) is None):
             return False
         turn = self.chain.check_message(turn)
         if turn.done:  # the guard refused it
