@@ -72,7 +72,9 @@ class InboxItemOut(BaseModel):
     suggestion: str = Field(description="the best unsent suggestion: the help-center draft, else the rejected LLM "
                             "text; never sent by itself")
     operator: str = ""
-    user_id: str = ""
+    user_id: str = Field("", description="the label the caller sent; never an identity")
+    customer_id: str | None = Field(None, description="the customer a signed token verified; null: not signed in "
+                                    "(identity unverified)")
     request_id: str = ""
     contact_email: str = Field("", description="the address the customer left for the reply while nobody was online; "
                                "empty: none")

@@ -4,7 +4,8 @@
   conversation's new messages (an operator's replies among them) for the customer who opened it.
 - `POST /api/v1/sessions/{id}/cancel`: the customer stops waiting for a person.
 - `GET /api/v1/inbox`, `POST /api/v1/inbox/{id}/claim|reply|transfer|release`, `GET /api/v1/inbox/{id}/messages`: the
-  operators' inbox, with an `agent` (or `admin`) key. A change that is not allowed now (another operator holds the
+  operators' inbox, with an `agent` (or `admin`) key; the history carries the signed customer and their orders
+  (`customer`, null for a guest). A change that is not allowed now (another operator holds the
   conversation) is a 409.
 - `GET /api/v1/inbox/proposals`, `POST /api/v1/inbox/proposals/{id}/approve|reject`: operators' replies proposed as
   KB answers (chains/learning.py); approving ingests one and re-asks its question.
@@ -110,13 +111,15 @@ async def inbox(operator: str = Query("", max_length=80), caller: Caller = Depen
 @router.get("/api/v1/inbox/{session_id}/messages", responses=ERROR_RESPONSES)
 async def inbox_history(session_id: str, caller: Caller = Depends(caller_of),
                         runtime: Runtime = Depends(runtime_of)) -> dict[str, Any]:
-    """The whole conversation as stored (masked), operators' notes included, and its state."""
+    """The whole conversation as stored (masked), operators' notes included, its state, and its customer: the signed
+    customer's id and orders (newest first, no e-mail address), or null for a guest (identity unverified)."""
     conversations = conversations_of(runtime)
 
     def read() -> dict[str, Any]:
         state = conversations.state(session_id)
         return {"session_id": session_id, "status": state.status, "operator": state.operator,
-                "reason": state.reason, "packet": state.packet or {}, "messages": conversations.history(session_id)}
+                "reason": state.reason, "packet": state.packet or {}, "messages": conversations.history(session_id),
+                "customer": conversations.customer(session_id)}
 
     return await run_in_threadpool(read)
 

@@ -19,6 +19,7 @@ from app.routes import ApiError
 from chains.conversation import Conversations, IllegalTransition, Taken
 from chains.runtime import Runtime
 from storage.api_keys import key_name
+from storage.customers import signed_owner
 from storage.tables import ChatSession
 
 POLL_S = 0.5          # how often the stream looks for new messages: an operator's reply shows within this
@@ -48,7 +49,7 @@ def owns(runtime: Runtime, caller: Caller, session_id: str) -> bool:
     if caller.operator:
         with runtime.db.session() as session:
             return session.get(ChatSession, session_id) is not None
-    owner = f"customer:{caller.customer}" if caller.customer else caller.client
+    owner = signed_owner(caller.customer) if caller.customer else caller.client
     with runtime.db.session() as session:
         row = session.get(ChatSession, session_id)
     return row is not None and bool(owner) and row.owner == owner

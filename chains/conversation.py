@@ -28,6 +28,7 @@ from chains import metrics
 from chains.cache import normalise
 from chains.contact import offline_line, partly_hidden
 from core.errors import TandemError
+from storage.customers import customer_of, signed_customers
 from storage.db import Database
 from storage.tables import ChatMessage, ConversationEvent, ConversationState, OperatorSeen, utcnow
 
@@ -418,19 +419,28 @@ class Conversations:
     # --- the inbox --------------------------------------------------------------------------------------
     def inbox(self) -> list[dict[str, Any]]:
         """The queue as operators see it: waiting and held conversations, oldest wait first, each with why the bot
-        escalated and its unsent suggestion."""
+        escalated, its unsent suggestion and its signed customer's id (``customer_id``; None for a guest, whose
+        ``user_id`` is only a label)."""
         now = self.clock()
         out = []
-        for state in self.queue():
+        queue = self.queue()
+        signed = signed_customers(self.db, (state.session_id for state in queue))
+        for state in queue:
             packet = dict(state.packet or {})
             waiting = (now - _aware(state.waiting_since)).total_seconds() if state.waiting_since else 0.0
             out.append({"session_id": state.session_id, "status": state.status, "operator": state.operator,
                         "trigger": state.trigger, "reason": state.reason, "request_id": state.request_id,
-                        "user_id": state.user_id, "waiting_s": round(waiting, 1),
+                        "user_id": state.user_id, "customer_id": signed.get(state.session_id),
+                        "waiting_s": round(waiting, 1),
                         "contact_email": state.contact_email or "",
                         "waiting_since": _iso(state.waiting_since), "claimed_at": _iso(state.claimed_at),
                         "suggestion": packet.get("suggestion", ""), "packet": packet})
         return out
+
+    def customer(self, session_id: str) -> dict[str, Any] | None:
+        """The conversation's signed customer and their orders (``{"id", "signed": True, "orders"}``), None for a
+        guest: what the console's inbox and the agent API show (storage/customers.py)."""
+        return customer_of(self.db, session_id)
 
     def history(self, session_id: str, limit: int = 200) -> list[dict[str, Any]]:
         """Everything in the conversation for an operator (masked as stored), notes included."""

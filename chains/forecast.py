@@ -4,7 +4,7 @@ checks, a message whose failed answer would end as the offer of a person gets th
 The records are the request log: the latest LLM answers of the past day (route llm, the answer plan, neither
 cancelled, fallen back nor degraded) and whether each was replaced for failing its checks (served
 ``draft_with_caveat``, ``human_offer`` or ``handoff`` instead of ``llm``). A message answered by prediction has no
-answer of its own to count, so the LLM's answer written for the operator in the background (chains/service.py) is
+answer of its own to count, so the LLM's answer written for the operator in the background (chains/background.py) is
 recorded on its row (``scores.background_served``) and counts like any other: once the model answers well again, the
 rate falls under the threshold and customers wait for the LLM again.
 """

@@ -338,7 +338,7 @@ class RouterChain:
         llm_tier = self.tiers["llm"]
         if self.forecast is not None and isinstance(llm_tier, LLMTier) \
                 and self.forecast.claim(turn, llm_tier.draft_fits, self.brand):
-            return turn  # no LLM call for the customer: the service writes it in the background (chains/service.py)
+            return turn  # no LLM call for the customer: the LLM tier answers in the background (chains/background.py)
         admitted, why = self.llm.admit(turn.request.customer)
         if admitted and self.llm_budget is not None:
             tokens = turn.request.max_tokens or self.default_max_tokens

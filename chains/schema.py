@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from storage.customers import signed_owner
+
 # The routes an answer can carry (ChatResponse.route, the logged RequestLog.route): the answering tiers' names and
 # the stages that settle a turn before any tier. Code reads them here (or from chains.tiers) rather than spelling
 # them; Route is the same list as a type (tests/unit/test_tier_registry.py holds the two together).
@@ -88,7 +90,7 @@ class ChatRequest(BaseModel):
     @property
     def owner(self) -> str:
         """Who a session opened by this request belongs to ("" for the operator's own channels)."""
-        return f"customer:{self.customer}" if self.customer else self.client
+        return signed_owner(self.customer) if self.customer else self.client
 
     @field_validator("message", "session_id", "user_id", "extracted", "history", mode="after")
     @classmethod

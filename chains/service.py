@@ -15,7 +15,6 @@ commit someone else pays for, instead of each paying its own in turn.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 from sqlmodel import select
 
 from chains import answers, metrics
+from chains.background import answer_in_background, settled_before_the_llm
 from chains.contact import acknowledgement, address_in, not_an_address, partly_hidden, reply_language
 from chains.conversation import (
     ANSWER_CHECK,
@@ -46,12 +46,11 @@ from chains.conversation import (
 from chains.followups import Suggester
 from chains.forecast import predicted_reason
 from chains.policy import FixedPolicy, LivePolicy
-from chains.router_chain import PREPARED_ORIGIN, REPLACED_ORIGIN, RouterChain
+from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
 from chains.schema import HANDOFF_ROUTE, HUMAN_ROUTE, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
 from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
-from chains.verify import defects
 from core.pii import mask
 from core.policy import Thresholds
 from storage import prepared_store
@@ -469,10 +468,8 @@ class TandemService:
         if state.status != WAITING:
             return None
         turn.handoff = True  # the console's handoff list gets its ticket too (_log)
-        if changed and turn.cache_hit and turn.cache_origin == REPLACED_ORIGIN:
-            self._suggest_in_background(turn)
-        elif changed and predicted_reason(turn.scores):
-            self._answer_in_background(turn)
+        if changed and settled_before_the_llm(turn):  # the customer did not wait for the LLM: the operator gets it
+            answer_in_background(self.chain, self.conversations, turn, self._background_failed)
         if turn.escalation is not None and trigger == turn.escalation[0] and turn.escalation[2]:
             turn.answer = f"{turn.answer}\n\n{turn.escalation[2]}"  # the honest line stays; a person is on the way
             turn.reasons.append(f"handoff: {trigger}: {reason}")
@@ -483,74 +480,8 @@ class TandemService:
             return Revised(text=turn.answer)
         return None
 
-    def _suggest_in_background(self, turn: Turn) -> threading.Thread | None:
-        """Waiting costs no time (issue 57): the remembered replacement told the customer at once that a person will
-        answer (the LLM's answer to this question failed its checks before); the LLM's text is still written, in the
-        background, as an unsent suggestion for the operator (the packet's ``background``, with what the answer
-        check finds in it)."""
-        llm, conversations = self.chain.llm, self.conversations
-        if llm is None or conversations is None:
-            return None
-        session_id, text, language = turn.request.session_id, turn.text, turn.language
-
-        def write() -> None:
-            try:
-                hits = list(self.chain.kb.search(text, k=self.chain.top_k))
-                started, result = time.perf_counter(), None
-                for item in llm.stream(answers.llm_messages(text, hits, [], None, brand=self.chain.brand)):
-                    if not isinstance(item, str):
-                        result = item
-                if result is None:
-                    return
-                found = defects(result.text, message=text, context=[h.answer for h in hits])
-                conversations.suggest(session_id, "background", {
-                    "text": result.text.strip(), "model": result.model, "language": language,
-                    "seconds": round(time.perf_counter() - started, 2),
-                    "findings": [{"kind": d.kind, "detail": d.detail[:160]} for d in found]})
-            except Exception as exc:  # a suggestion is a help, not a duty: the handoff stands without one
-                self.last_log_error = f"background suggestion: {exc}"
-
-        thread = threading.Thread(target=write, name=f"suggest-{session_id[:8]}", daemon=True)
-        thread.start()
-        return thread
-
-    def _answer_in_background(self, turn: Turn) -> threading.Thread | None:
-        """Waiting costs no time, by prediction (chains/forecast.py): the customer already reads that a person will
-        answer; the LLM tier still answers the turn, in the background, as it would have (generation, answer check,
-        replacement), on a copy of the turn. Its text (the answer, or the text that failed) becomes an unsent
-        suggestion in the packet (``background``, with the findings and ``served``: what it ended as), and what it
-        ended as is recorded on the turn's row for the next prediction."""
-        tier, conversations, forecast = self.chain.tiers.get(LLM_ROUTE), self.conversations, self.chain.forecast
-        if tier is None or self.chain.llm is None or conversations is None:
-            return None
-        shadow = dataclasses.replace(turn, route="", answer="", served="", done=False, findings=[], reasons=[],
-                                     trace=[], latency_ms={}, scores=dict(turn.scores), rejected_text="",
-                                     handoff=False, sources=[], cancel=threading.Event())
-        session_id, request_id = turn.request.session_id, turn.request_id
-
-        def write() -> None:
-            try:
-                started = time.perf_counter()
-                for _ in tier.answer(shadow):
-                    pass
-                text = shadow.answer if shadow.served == "llm" else shadow.rejected_text
-                if shadow.fallback or shadow.cancelled or not text.strip():
-                    return
-                conversations.suggest(session_id, "background", {
-                    "text": text.strip(), "model": shadow.model, "language": shadow.language,
-                    "seconds": round(time.perf_counter() - started, 2), "served": shadow.served,
-                    "findings": [{"kind": f.get("kind", ""), "detail": str(f.get("value", ""))[:160]}
-                                 for f in shadow.findings]})
-                for _ in range(10):  # the turn's row is committed as its answer returns, well before this
-                    if forecast is None or forecast.record(request_id, shadow.served):
-                        break
-                    time.sleep(0.5)
-            except Exception as exc:  # a suggestion is a help, not a duty: the handoff stands without one
-                self.last_log_error = f"background answer: {exc}"
-
-        thread = threading.Thread(target=write, name=f"answer-{session_id[:8]}", daemon=True)
-        thread.start()
-        return thread
+    def _background_failed(self, why: str) -> None:
+        self.last_log_error = why  # shown with the log's health (status(), /healthz): the handoff stands
 
     def _handoff_view(self, turn: Turn) -> dict[str, Any] | None:
         if (self.conversations is None or turn.request.channel not in CUSTOMER_CHANNELS

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from ops.logframes import masked
 from storage.db import Database
-from storage.tables import ChatSession, Feedback, Handoff, Order, table_of
+from storage.tables import Feedback, Handoff, table_of
 
 TIME_RANGES: dict[str, timedelta | None] = {
     "last 15 min": timedelta(minutes=15),
@@ -58,28 +58,6 @@ def mark_handoff_done(db: Database, handoff_id: int) -> bool:
         session.add(row)
         session.commit()
         return True
-
-
-SIGNED = "customer:"  # ChatSession.owner of a session its customer opened with a verified token (ChatRequest.owner)
-ORDER_COLUMNS = ["order_id", "created_at", "status", "items", "total", "currency", "carrier", "tracking_number", "eta"]
-
-
-def signed_customer(db: Database, session_id: str) -> str:
-    """The customer id the conversation's signed token verified ("" for a guest): the session's owner, written when
-    the service opened it. An unsigned ``user_id`` is a label anyone can send, so it is never read as an identity."""
-    with db.engine.connect() as conn:
-        owner = conn.execute(select(table_of(ChatSession).c.owner)
-                             .where(table_of(ChatSession).c.id == session_id)).scalar_one_or_none()
-    return owner.removeprefix(SIGNED) if isinstance(owner, str) and owner.startswith(SIGNED) else ""
-
-
-def orders_of(db: Database, customer: str) -> pd.DataFrame:
-    """A signed customer's orders, newest first (no e-mail address: the operator answers in the chat)."""
-    table = table_of(Order)
-    with db.engine.connect() as conn:
-        rows = [dict(r._mapping) for r in conn.execute(
-            select(table).where(table.c.user_id == customer).order_by(table.c.created_at.desc()))]
-    return pd.DataFrame(rows, columns=ORDER_COLUMNS)
 
 
 def app_health(host: str, port: int, timeout_s: float = 1.0) -> dict[str, Any] | None:

@@ -18,9 +18,10 @@ import pandas as pd
 import streamlit as st
 
 from chains.conversation import ASKED, HUMAN, WAITING, Conversations, IllegalTransition
-from console import data, ui
+from console import ui
 from core.pii import mask
 from core.settings import get_settings
+from storage.customers import ORDER_COLUMNS
 
 log = logging.getLogger(__name__)
 FLASH_KEY = "inbox_flash"
@@ -58,7 +59,8 @@ def queue_panel(rendered: list[tuple[str, str, str]]) -> None:
         st.info("Nobody is waiting for a person.")
         return
     st.dataframe(pd.DataFrame([{"session": i["session_id"], "status": i["status"], "operator": i["operator"],
-                                "trigger": i["trigger"], "reason": i["reason"], "waiting_s": i["waiting_s"]}
+                                "customer": i["customer_id"] or "(not signed in)", "trigger": i["trigger"],
+                                "reason": i["reason"], "waiting_s": i["waiting_s"]}
                                for i in current]), hide_index=True)
 
 
@@ -123,14 +125,13 @@ with st.expander("Handoff packet (unsent suggestions)", expanded=True):
         st.json(rejected.get("findings") or [])
 
 st.subheader("The customer")
-customer = data.signed_customer(ui.db(), chosen)
-if customer:
-    st.markdown(f"Signed in as **{customer}** (a customer id the shop's signed token verified).")
-    orders = data.orders_of(ui.db(), customer)
-    if orders.empty:
-        st.caption("No orders.")
+customer = conversations.customer(chosen)  # what the agent API shows too (storage/customers.py)
+if customer is not None:
+    st.markdown(f"Signed in as **{customer['id']}** (a customer id the shop's signed token verified).")
+    if customer["orders"]:
+        st.dataframe(pd.DataFrame(customer["orders"], columns=list(ORDER_COLUMNS)), hide_index=True)
     else:
-        st.dataframe(orders, hide_index=True)
+        st.caption("No orders.")
 else:
     st.info("Not signed in: identity unverified, orders not shown.")
 

@@ -1,6 +1,7 @@
 """Waiting costs no time (issue 57): a question whose LLM answer failed its checks before, and whose replacement
 the chain remembered, gets the offer of a person (a colleague replies here, with the waiting line) at once, and the
-LLM's text is still written in the background as an unsent suggestion in the handoff packet. Real vLLM, KB, cache
+LLM tier still answers it in the background (chains/background.py, the same path as a predicted failure's), its text
+an unsent suggestion in the handoff packet. Real vLLM, KB, cache
 and database. The first customer's remembered replacement is stored as the chain stores one (origin "replaced"), so
 the test does not depend on the real model failing this answer again."""
 
@@ -45,6 +46,8 @@ def test_a_remembered_replacement_offers_a_person_at_once_and_the_llm_writes_a_s
         assert suggestion is not None, runtime.service.last_log_error
         assert suggestion["unsent"] and suggestion["text"] and suggestion["model"]
         assert isinstance(suggestion["findings"], list)
+        # the LLM tier's own answer, checked as any customer's: what it ended as is said
+        assert suggestion["served"] in ("llm", "draft_with_caveat", "human_offer", "handoff"), suggestion
         inbox = {c["session_id"]: c for c in conversations.inbox()}
         assert inbox["second-customer"]["packet"]["background"]["text"] == suggestion["text"]
     finally:

@@ -1,7 +1,8 @@
 """The handoff's round trip over the HTTP API, against a real `tandem serve`: a customer asks for a person (the shipped
 asks-for-a-person rule, no LLM needed), an operator with an `agent` key claims the conversation from the inbox, a
 second operator's claim is refused, the bot stays quiet while the person holds it, the operator's reply reaches the
-customer by polling and by server-sent events, and after the hand-back the bot answers again."""
+customer by polling and by server-sent events, and after the hand-back the bot answers again. The operator reads a
+signed customer's id and orders with the history, and nothing of a guest's."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.apps import serving
 from tests.conftest import fresh_db
 
 pytestmark = pytest.mark.slow
+SECRET = "round-trip-shop-secret-for-signed-tokens"  # the shop's key for signed customer tokens (TANDEM_IDENTITY_SECRET)
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def app(tandem_home, tmp_path_factory):
     db = fresh_db(home)  # the app's own database (TANDEM_HOME/tandem.db), made first so the keys exist at start
     keys = {"customer": create_key(db, "shop-backend", ["chat"]), "dana": create_key(db, "dana", ["agent"]),
             "eli": create_key(db, "eli", ["agent"])}
-    with serving(home) as running:
+    with serving(home, TANDEM_IDENTITY_SECRET=SECRET) as running:
         yield running, keys
 
 
@@ -175,3 +177,39 @@ def test_an_address_left_while_waiting_reaches_the_operators_inbox_over_the_api(
     assert item["contact_email"] == "sam.lee@example.org"
     seen = customer.get(f"/api/v1/sessions/{session_id}/messages").json()["messages"]
     assert seen[-2]["role"] == "customer" and seen[-2]["text"] == "[email]"  # stored masked like every log
+
+
+def test_the_agent_api_shows_a_signed_customers_id_and_orders_and_a_guest_as_unverified(app):
+    from sqlmodel import select
+
+    from core.identity import issue_token
+    from storage.tables import Order
+
+    running, _ = app
+    customer, dana = client(app, "customer"), client(app, "dana")
+    token = {"X-Tandem-Customer": issue_token("alice", SECRET, 600)}
+    ask = {"message": "I want to talk to a human about my refund", "user_id": "alice"}
+    signed = customer.post("/api/v1/chat", json=ask, headers=token).json()
+    guest = customer.post("/api/v1/chat", json=ask).json()  # the same label, no token: identity unverified
+    assert signed["route"] == guest["route"] == "handoff", (signed, guest)
+    with running.db.session() as session:
+        alices = session.exec(select(Order).where(Order.user_id == "alice")).all()
+    newest_first = [o.order_id for o in sorted(alices, key=lambda o: o.created_at, reverse=True)]
+    assert newest_first
+
+    history = dana.get(f"/api/v1/inbox/{signed['session_id']}/messages")
+    assert history.status_code == 200, history.text
+    body = history.json()
+    assert body["customer"]["id"] == "alice" and body["customer"]["signed"] is True
+    orders = body["customer"]["orders"]
+    assert [o["order_id"] for o in orders] == newest_first
+    assert all("email" not in o and o["status"] and o["items"] for o in orders)
+    assert [m["role"] for m in body["messages"]][:2] == ["customer", "assistant"]  # the history is still there
+
+    unsigned = dana.get(f"/api/v1/inbox/{guest['session_id']}/messages").json()
+    assert unsigned["customer"] is None and "orders" not in unsigned
+    listed = {c["session_id"]: c for c in dana.get("/api/v1/inbox").json()["conversations"]}
+    assert listed[signed["session_id"]]["customer_id"] == "alice"
+    assert listed[guest["session_id"]]["customer_id"] is None and listed[guest["session_id"]]["user_id"] == "alice"
+    # the signed customer's own chat key and token open no operator's view of their conversation
+    assert customer.get(f"/api/v1/inbox/{signed['session_id']}/messages", headers=token).status_code == 403
