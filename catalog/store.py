@@ -175,7 +175,7 @@ class Catalog:
         self._collection = chroma.open_collection(self._client, f"{prefix}_{EMBEDDED}", encoder)
         self._lock = threading.RLock()
         self.products: dict[str, CatalogProduct] = {}
-        self.spaces: dict[str, _Space] = {}
+        self._spaces: dict[str, _Space] | None = None
         self._loaded_version = -1
         self._reload()
 
@@ -216,6 +216,7 @@ class Catalog:
         report = IngestReport(bad=list(feed.bad), format=feed.format)
         with self._lock, self.db.session() as session:
             existing = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
+            vectors_stored = self._embedded_ids()
             to_embed: list[tuple[CatalogProduct | ProductRecord, str]] = []  # (product, its text hash)
             new_rows: list[dict] = []
             attribute_rows: list[dict] = []
@@ -227,7 +228,7 @@ class Catalog:
                     data_hash, text_hash = record.data_hash(), record.text_hash()
                     if old is not None and old.data_hash == data_hash:
                         report.unchanged += 1
-                        if record.id not in self.spaces[EMBEDDED].position:
+                        if record.id not in vectors_stored:
                             to_embed.append((old, old.text_hash))  # its vectors are gone (a new or wiped Chroma store)
                         continue
                     if old is None or old.text_hash != text_hash:  # before the merge below overwrites old's
@@ -310,24 +311,47 @@ class Catalog:
                 self._client.delete_collection(f"{self._prefix}_{suffix}")
 
     # ---- reading ------------------------------------------------------------------------
+    def _embedded_ids(self) -> set[str]:
+        """The ids of the products whose vectors the collection holds (ids only, in pages)."""
+        ids: set[str] = set()
+        page = 5000
+        while True:
+            got = self._collection.get(include=[], limit=page, offset=len(ids))["ids"]
+            ids.update(got)
+            if len(got) < page:
+                return ids
+
     def _reload(self) -> None:
+        """The rows and the version; the search spaces are built on their first use (:attr:`spaces`)."""
         with self._lock:
             with self.db.session() as session:
                 version = _read_version(session)
                 products = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
-            got = chroma.read_all(self._collection)
-            vectors = {i: e for i, e in zip(got["ids"], got["embeddings"])}
-            ids = [pid for pid in products if pid in vectors]
-            matrix = (np.asarray([vectors[pid] for pid in ids], dtype=np.float32) if ids
-                      else np.zeros((0, self.encoder.dim), dtype=np.float32))
-            position = {pid: i for i, pid in enumerate(ids)}
-            spaces = {}
-            for lang in LANGUAGES:  # the same products and vectors; each language's own texts for BM25
-                texts = [product_text(products[pid], lang) for pid in ids]
-                index = (HybridIndex(texts, ids, matrix, params=FusionParams(head_weight=0.0, starter_examples=False))
-                         if ids else None)
-                spaces[lang] = _Space(ids, matrix, index, position)
-            self.products, self.spaces, self._loaded_version = products, spaces, version
+            self.products, self._spaces, self._loaded_version = products, None, version
+
+    @property
+    def spaces(self) -> dict[str, _Space]:
+        """Per language, the loaded products' texts for BM25 and their vectors, built on first use after a reload:
+        `tandem catalog ingest`, a process of its own that never searches, skips it (4.5 s of 10,000 products)."""
+        with self._lock:
+            if self._spaces is None:
+                self._spaces = self._build_spaces()
+            return self._spaces
+
+    def _build_spaces(self) -> dict[str, _Space]:
+        got = chroma.read_all(self._collection)
+        vectors = {i: e for i, e in zip(got["ids"], got["embeddings"])}
+        ids = [pid for pid in self.products if pid in vectors]
+        matrix = (np.asarray([vectors[pid] for pid in ids], dtype=np.float32) if ids
+                  else np.zeros((0, self.encoder.dim), dtype=np.float32))
+        position = {pid: i for i, pid in enumerate(ids)}
+        spaces = {}
+        for lang in LANGUAGES:  # the same products and vectors; each language's own texts for BM25
+            texts = [product_text(self.products[pid], lang) for pid in ids]
+            index = (HybridIndex(texts, ids, matrix, params=FusionParams(head_weight=0.0, starter_examples=False))
+                     if ids else None)
+            spaces[lang] = _Space(ids, matrix, index, position)
+        return spaces
 
     def __len__(self) -> int:
         return len(self.products)
