@@ -3,7 +3,8 @@
 * **Search** filters first (category, colour, size, material, price, stock: only values the catalog has, see
   :mod:`catalog.constraints`) and ranks what is left by a hybrid score, ``(1 - w) * cosine + w * BM25`` in the
   message's language's space (``w`` 0.3 for English, 0.9 for Chinese, where MiniLM is nearly blind: the same
-  split as the knowledge base). Variants collapse to the best one per item group. When nothing passes the
+  split as the knowledge base; the Chinese space's cosine is against the product's English vector, see
+  :mod:`catalog.store`). Variants collapse to the best one per item group. When nothing passes the
   filters, one constraint at a time is relaxed (stock, size, colour, material, then price), the first that finds
   products is named in the answer, and those products are shown; when none alone helps, all but the category
   are dropped. "We don't carry that" is said only when no category matched and none of the message's own words

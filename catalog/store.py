@@ -3,11 +3,15 @@
 * SQLModel rows are the record of truth: :class:`CatalogProduct` (one per variant; the product_detail attributes
   also as a JSON column) and :class:`CatalogAttribute` (one row per attribute, so a facet query such as "every
   material the shop has" is one indexed SELECT), and :class:`CatalogState` (the catalog version).
-* A Chroma collection per language (``<prefix>_en``, ``<prefix>_zh``) holds each product's text and vector, always
-  opened with our own embedding function (:mod:`knowledge.store`). A product is embedded again only when its text
-  fields change (their hash is kept on the row): a price or stock update writes rows only.
-* In memory, per language, a :class:`~knowledge.index.HybridIndex` over the same texts and vectors gives the
-  lexical (BM25) scores; the dense part is one matrix-vector product. Both are rebuilt when the version changes.
+* A Chroma collection (``<prefix>_en``) holds each product's English text and vector, always opened with our own
+  embedding function (:mod:`knowledge.store`). A product is embedded again only when its text fields change (their
+  hash is kept on the row): a price or stock update writes rows only.
+* The Chinese texts are not embedded: MiniLM barely reads Chinese, the Chinese space ranks by BM25 at weight 0.9,
+  and embedding them was half of the ingest's encoder time (see docs/catalog.md). The Chinese space's dense part is
+  the product's English vector. Catalogs ingested before kept MiniLM vectors of the Chinese texts in
+  ``<prefix>_zh``: that collection is no longer read, and the next ingest deletes it.
+* In memory, per language, a :class:`~knowledge.index.HybridIndex` over that language's texts gives the lexical
+  (BM25) scores; the dense part is one matrix-vector product. Both are rebuilt when the version changes.
 
 The version is an integer bumped by every ingest that changes anything: caches key answers by it, so a changed price
 is never served from a cache.
@@ -32,6 +36,9 @@ from knowledge.index import FusionParams, HybridIndex
 from storage.db import Database
 
 LANGUAGES = ("en", "zh")
+EMBEDDED = "en"  # the language whose texts are embedded; every language's space reads its vectors
+# Collections older catalogs wrote and nothing reads any more (MiniLM vectors of the Chinese texts): deleted by an ingest
+OBSOLETE_COLLECTIONS = ("zh",)
 
 
 class CatalogProduct(SQLModel, table=True):
@@ -164,10 +171,11 @@ class Catalog:
         self.db, self.encoder = db, encoder
         SQLModel.metadata.create_all(db.engine, tables=TABLES)
         self._client = chroma.open_client(chroma_path, url)
-        self._collections = {lang: chroma.open_collection(self._client, f"{prefix}_{lang}", encoder) for lang in LANGUAGES}
+        self._prefix = prefix
+        self._collection = chroma.open_collection(self._client, f"{prefix}_{EMBEDDED}", encoder)
         self._lock = threading.RLock()
         self.products: dict[str, CatalogProduct] = {}
-        self.spaces: dict[str, _Space] = {}
+        self._spaces: dict[str, _Space] | None = None
         self._loaded_version = -1
         self._reload()
 
@@ -203,11 +211,12 @@ class Catalog:
 
         In bulk, because a feed is thousands of rows: new products and every attribute row go in as multi-row
         INSERTs (an ORM merge per row flushed and selected once per product: 14 s of 10,000), and every text to
-        embed, both languages together, is one encoder call (batches sorted by length, duplicates once)."""
+        embed is one encoder call (batches sorted by length, duplicates once)."""
         feed = read_feed(Path(path))
         report = IngestReport(bad=list(feed.bad), format=feed.format)
         with self._lock, self.db.session() as session:
             existing = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
+            vectors_stored = self._embedded_ids()
             to_embed: list[tuple[CatalogProduct | ProductRecord, str]] = []  # (product, its text hash)
             new_rows: list[dict] = []
             attribute_rows: list[dict] = []
@@ -219,7 +228,7 @@ class Catalog:
                     data_hash, text_hash = record.data_hash(), record.text_hash()
                     if old is not None and old.data_hash == data_hash:
                         report.unchanged += 1
-                        if any(record.id not in space.position for space in self.spaces.values()):
+                        if record.id not in vectors_stored:
                             to_embed.append((old, old.text_hash))  # its vectors are gone (a new or wiped Chroma store)
                         continue
                     if old is None or old.text_hash != text_hash:  # before the merge below overwrites old's
@@ -251,8 +260,8 @@ class Catalog:
             # Vectors first, rows committed after: a crash in between leaves rows that a re-run embeds again
             self._embed(to_embed, workers)
             if removed:
-                for collection in self._collections.values():
-                    collection.delete(ids=removed)
+                self._collection.delete(ids=removed)
+            self._drop_obsolete_collections()
             report.embedded = len(to_embed)
             version = _read_version(session)
             if report.added or report.updated or report.removed:
@@ -279,40 +288,70 @@ class Catalog:
         return [p for p in self.products.values() if p.gtin and p.gtin.lstrip("0") == key]
 
     def _embed(self, products: list[tuple[CatalogProduct | ProductRecord, str]], workers: int) -> None:
-        """Each product's text in each language, embedded in one encoder call (a text that two products or both
-        languages share once), then written to its language's collection with its text hash."""
+        """Each product's English text embedded in one encoder call (a text that two products share once), then
+        written to the collection with its text hash."""
         if not products:
             return
-        texts = {lang: [product_text(p, lang) for p, _ in products] for lang in self._collections}
-        distinct = list(dict.fromkeys(text for lang_texts in texts.values() for text in lang_texts))
+        texts = [product_text(p, EMBEDDED) for p, _ in products]
+        distinct = list(dict.fromkeys(texts))
         vectors = self.encoder.encode_passages(distinct, workers=workers)
         row_of = {text: n for n, text in enumerate(distinct)}
         step = min(256, chroma.batch_size(self._client))
-        for lang, collection in self._collections.items():
-            for start in range(0, len(products), step):
-                chunk, docs = products[start:start + step], texts[lang][start:start + step]
-                collection.upsert(ids=[p.id for p, _ in chunk], documents=docs,
-                                  metadatas=[{"text_hash": text_hash} for _, text_hash in chunk],
-                                  embeddings=vectors[[row_of[text] for text in docs]])
+        for start in range(0, len(products), step):
+            chunk, docs = products[start:start + step], texts[start:start + step]
+            self._collection.upsert(ids=[p.id for p, _ in chunk], documents=docs,
+                                    metadatas=[{"text_hash": text_hash} for _, text_hash in chunk],
+                                    embeddings=vectors[[row_of[text] for text in docs]])
+
+    def _drop_obsolete_collections(self) -> None:
+        """Delete what older catalogs stored and nothing reads now (:data:`OBSOLETE_COLLECTIONS`), once."""
+        names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
+        for suffix in OBSOLETE_COLLECTIONS:
+            if f"{self._prefix}_{suffix}" in names:
+                self._client.delete_collection(f"{self._prefix}_{suffix}")
 
     # ---- reading ------------------------------------------------------------------------
+    def _embedded_ids(self) -> set[str]:
+        """The ids of the products whose vectors the collection holds (ids only, in pages)."""
+        ids: set[str] = set()
+        page = 5000
+        while True:
+            got = self._collection.get(include=[], limit=page, offset=len(ids))["ids"]
+            ids.update(got)
+            if len(got) < page:
+                return ids
+
     def _reload(self) -> None:
+        """The rows and the version; the search spaces are built on their first use (:attr:`spaces`)."""
         with self._lock:
             with self.db.session() as session:
                 version = _read_version(session)
                 products = {p.id: p for p in session.exec(select(CatalogProduct)).all()}
-            spaces = {}
-            for lang, collection in self._collections.items():
-                got = chroma.read_all(collection)
-                vectors = {i: e for i, e in zip(got["ids"], got["embeddings"])}
-                ids = [pid for pid in products if pid in vectors]
-                texts = [product_text(products[pid], lang) for pid in ids]
-                matrix = (np.asarray([vectors[pid] for pid in ids], dtype=np.float32) if ids
-                          else np.zeros((0, self.encoder.dim), dtype=np.float32))
-                index = (HybridIndex(texts, ids, matrix, params=FusionParams(head_weight=0.0, starter_examples=False))
-                         if ids else None)
-                spaces[lang] = _Space(ids, matrix, index, {pid: i for i, pid in enumerate(ids)})
-            self.products, self.spaces, self._loaded_version = products, spaces, version
+            self.products, self._spaces, self._loaded_version = products, None, version
+
+    @property
+    def spaces(self) -> dict[str, _Space]:
+        """Per language, the loaded products' texts for BM25 and their vectors, built on first use after a reload:
+        `tandem catalog ingest`, a process of its own that never searches, skips it (4.5 s of 10,000 products)."""
+        with self._lock:
+            if self._spaces is None:
+                self._spaces = self._build_spaces()
+            return self._spaces
+
+    def _build_spaces(self) -> dict[str, _Space]:
+        got = chroma.read_all(self._collection)
+        vectors = {i: e for i, e in zip(got["ids"], got["embeddings"])}
+        ids = [pid for pid in self.products if pid in vectors]
+        matrix = (np.asarray([vectors[pid] for pid in ids], dtype=np.float32) if ids
+                  else np.zeros((0, self.encoder.dim), dtype=np.float32))
+        position = {pid: i for i, pid in enumerate(ids)}
+        spaces = {}
+        for lang in LANGUAGES:  # the same products and vectors; each language's own texts for BM25
+            texts = [product_text(self.products[pid], lang) for pid in ids]
+            index = (HybridIndex(texts, ids, matrix, params=FusionParams(head_weight=0.0, starter_examples=False))
+                     if ids else None)
+            spaces[lang] = _Space(ids, matrix, index, position)
+        return spaces
 
     def __len__(self) -> int:
         return len(self.products)

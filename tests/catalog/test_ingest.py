@@ -85,6 +85,46 @@ def test_an_unchanged_product_whose_vectors_are_missing_is_embedded_again(encode
     assert sorted(fresh.spaces["en"].ids) == sorted(fresh.spaces["zh"].ids) == sorted(r["id"] for r in rows())
 
 
+def test_only_the_english_texts_are_embedded_and_the_chinese_space_ranks_its_own_texts_on_their_vectors(catalog,
+                                                                                                      tmp_path):
+    report = catalog.ingest(write_feed(tmp_path / "feed.tsv"))
+    en, zh = catalog.spaces["en"], catalog.spaces["zh"]
+    assert report.embedded == len(rows()) and sorted(en.ids) == sorted(r["id"] for r in rows())
+    assert zh.ids == en.ids and zh.vectors is en.vectors
+    stored = catalog._client.get_collection("tandem_catalog_en").count()
+    names = {c.name for c in catalog._client.list_collections()}
+    assert stored == len(rows()) and "tandem_catalog_zh" not in names
+    # BM25 over the Chinese texts: a Chinese message's words find the Chinese title
+    lexical = zh.index.lexical_scores("美利奴羊毛衫")
+    assert en.ids[int(lexical.argmax())] in ("S1", "S2")
+
+
+def test_a_catalog_with_the_older_chinese_vectors_is_read_and_a_price_update_embeds_nothing_and_drops_them(encoder,
+                                                                                                         tmp_path):
+    """Catalogs ingested before the Chinese texts stopped being embedded have a second collection of MiniLM vectors of
+    the Chinese texts (written here as that code wrote it): it is not read, no product is embedded again, and the next
+    ingest deletes it."""
+    from catalog.store import product_text
+    from knowledge import store as chroma
+
+    older = open_catalog(tmp_path / "store", encoder)
+    older.ingest(write_feed(tmp_path / "feed.tsv"))
+    products = list(older.products.values())
+    texts = [product_text(p, "zh") for p in products]
+    collection = chroma.open_collection(older._client, "tandem_catalog_zh", encoder)
+    collection.upsert(ids=[p.id for p in products], documents=texts, metadatas=[{"text_hash": p.text_hash}
+                                                                                for p in products],
+                      embeddings=encoder.encode_passages(texts))
+    reopened = open_catalog(tmp_path / "store", encoder)
+    assert reopened.spaces["zh"].ids == reopened.spaces["en"].ids and len(reopened.spaces["zh"].ids) == len(products)
+    changed = rows()
+    changed[0]["price"] = "54.90 USD"
+    report = reopened.ingest(write_feed(tmp_path / "feed2.tsv", changed))
+    assert (report.updated, report.embedded, report.version) == (1, 0, 2)
+    assert reopened.get("K1").price == 54.90
+    assert "tandem_catalog_zh" not in {c.name for c in reopened._client.list_collections()}
+
+
 def test_replace_removes_products_the_feed_no_longer_lists_but_keeps_those_of_its_bad_rows(catalog, tmp_path):
     catalog.ingest(write_feed(tmp_path / "feed.tsv"))
     kept = [r for r in rows() if r["id"] not in ("K2", "B4")]
@@ -155,7 +195,7 @@ def test_the_demo_catalog_is_the_generators_output_and_a_valid_feed():
 
 def test_an_ingest_on_two_encoder_workers_stores_the_same_rows_and_vectors_as_on_one(tmp_path):
     """The CLI ingests with one encoder batch per core at once (the ONNX export that `tandem models prepare` makes
-    and the bench serves); both languages' texts go through one call in batches sorted by token count."""
+    and the bench serves); the texts go through one call in batches sorted by token count."""
     import numpy as np
 
     from bench.catalog_feed import synthetic_feed
@@ -164,17 +204,17 @@ def test_an_ingest_on_two_encoder_workers_stores_the_same_rows_and_vectors_as_on
 
     exported = export_dir(minilm_path(), REPO / ".tandem")
     encoder = OnnxEncoder(exported, "minilm", "model.onnx", "test")
-    feed = synthetic_feed(100, tmp_path / "feed.tsv")  # 200 texts: several batches of 64
+    feed = synthetic_feed(200, tmp_path / "feed.tsv")  # 200 texts: several batches of 64
     one, two = open_catalog(tmp_path / "one", encoder), open_catalog(tmp_path / "two", encoder)
     first, second = one.ingest(feed, workers=1), two.ingest(feed, workers=2)
-    assert first.as_dict() == second.as_dict() and second.embedded == 100
+    assert first.as_dict() == second.as_dict() and second.embedded == 200
     assert {p.id: p.text_hash for p in one.products.values()} == {p.id: p.text_hash for p in two.products.values()}
     for lang in ("en", "zh"):
-        assert one.spaces[lang].ids == two.spaces[lang].ids and len(two.spaces[lang].ids) == 100
+        assert one.spaces[lang].ids == two.spaces[lang].ids and len(two.spaces[lang].ids) == 200
         assert np.array_equal(one.spaces[lang].vectors, two.spaces[lang].vectors)
     # a text's vector does not depend on the batch it was in: the same as embedded alone
     from catalog.store import product_text
 
-    sample = [two.products[pid] for pid in two.spaces["zh"].ids[::20]]
-    alone = np.stack([encoder.encode_passages([product_text(p, "zh")])[0] for p in sample])
-    assert float(np.abs(alone - two.spaces["zh"].vectors[::20]).max()) < 1e-5
+    sample = [two.products[pid] for pid in two.spaces["en"].ids[::40]]
+    alone = np.stack([encoder.encode_passages([product_text(p, "en")])[0] for p in sample])
+    assert float(np.abs(alone - two.spaces["en"].vectors[::40]).max()) < 1e-5
