@@ -234,16 +234,17 @@ class ProductSearch:
         best = self._rank(message, products, filters)
         return [best[0][0]] if best else []
 
-    def named(self, message: str, by_material: bool = False) -> list[CatalogProduct]:
+    def named(self, message: str, by_material: bool = False, by_measure: bool = True) -> list[CatalogProduct]:
         """The products ``message`` names by title, one per item group, best named first ([] when it names none).
         ``by_material``: a material word alone names a product of the kind the message names ("the glass kettle",
         "is the merino throw available in navy?"); otherwise it is taken as a question about the material ("are your
         towels pure cotton?")."""
-        ranked = sorted(self._named(message, by_material).values(), key=lambda v: v[0], reverse=True)
+        ranked = sorted(self._named(message, by_material, by_measure).values(), key=lambda v: v[0], reverse=True)
         return [p for _, p in ranked]
 
-    def _named(self, message: str, by_material: bool = False) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
-        return named_products(message, self.titles, by_material)
+    def _named(self, message: str, by_material: bool = False,
+               by_measure: bool = True) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
+        return named_products(message, self.titles, by_material, by_measure)
 
     def _variant(self, group: str, filters: Filters) -> CatalogProduct:
         variants = self.titles.groups[group]
