@@ -91,7 +91,7 @@ class ProductClaims:
 
     # ---- what a sentence is about ---------------------------------------------------------------
     def _about(self, sentence: str) -> list[CatalogProduct]:
-        named = [p for p in self.search.named(sentence) if p.group in self._groups]
+        named = [p for p in self.search.named(sentence, by_measure=False) if p.group in self._groups]
         groups = {p.group for p in named}
         return [v for g in groups for v in self.variants[g]] if named else \
             [v for vs in self.variants.values() for v in vs]

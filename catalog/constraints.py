@@ -4,7 +4,7 @@ A constraint is kept only when the catalog has that value: "blue" filters only i
 "wool" only if some material says wool, "throw blanket" only if a product_type path names it. A value the message
 names that the catalog lacks ("purple", when nothing is purple) is not used as a filter; it is listed in
 ``missing`` so the answer can say so. Price bounds ("under $50", "between 20 and 40", "50元以内", "两百元以内") need no
-catalog value.
+catalog value; they are read in :mod:`catalog.prices`.
 
 Price bounds are compared with the catalog's prices as numbers: a bound in yuan on a catalog priced in dollars is
 not converted (the demo's prices are in USD; a shop selling in CNY gets what its customers mean).
@@ -18,15 +18,16 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from catalog.prices import chinese_number, parse_price
 from core.text import language_of
 
 # Colour words a shopper may use, English and Chinese; only those the catalog has become filters.
 COLOURS = ("black", "white", "grey", "gray", "silver", "blue", "navy", "red", "green", "olive", "yellow", "orange",
-           "pink", "purple", "brown", "beige", "cream", "natural", "gold", "brass", "charcoal", "teal", "burgundy")
+           "pink", "purple", "brown", "beige", "cream", "natural", "gold", "brass", "charcoal", "teal", "burgundy", "clear")
 COLOUR_ZH = {"黑": "black", "白": "white", "灰": "grey", "银": "silver", "蓝": "blue", "藏青": "navy", "海军蓝": "navy",
              "红": "red", "绿": "green", "橄榄绿": "olive", "黄": "yellow", "橙": "orange", "粉": "pink", "紫": "purple",
              "棕": "brown", "米": "beige", "奶油": "cream", "原木": "natural", "金": "gold", "黄铜": "brass",
-             "炭灰": "charcoal"}
+             "炭灰": "charcoal", "藏蓝": "navy", "透明": "clear"}
 COLOUR_SYNONYMS = {"gray": "grey", "navy blue": "navy", "off-white": "cream", "off white": "cream"}
 MATERIALS = ("wool", "merino", "cashmere", "cotton", "linen", "silk", "polyester", "fleece", "microfibre", "microfiber",
              "bamboo", "leather", "denim", "canvas", "stainless steel", "steel", "glass", "ceramic", "stoneware",
@@ -44,41 +45,22 @@ CATEGORY_SYNONYMS = {"throw": "blanket", "throws": "blanket", "jumper": "sweater
                      "cups": "mug", "comforter cover": "duvet cover", "quilt cover": "duvet cover", "lamp": "lamp",
                      "tee": "t-shirt", "tees": "t-shirt", "tshirt": "t-shirt", "light": "lamp", "pot": "cookware",
                      "pots": "cookware", "pan": "cookware", "pans": "cookware", "casserole": "cookware",
-                     "oven glove": "oven mitt", "oven gloves": "oven mitt"}
+                     "oven glove": "oven mitt", "oven gloves": "oven mitt", "earbuds": "headphones",
+                     "earbud": "headphones", "portable charger": "power bank", "portable chargers": "power bank",
+                     "battery pack": "power bank", "adaptor": "adapter", "adaptors": "adapter"}
 CATEGORY_SYNONYMS_ZH = {"毛毯": "毯子", "盖毯": "毯子", "披毯": "毯子", "桌灯": "台灯", "耳麦": "耳机", "针织衫": "毛衣",
-                        "杯子": "马克杯", "水壶": "电水壶", "热水壶": "电水壶", "烧水壶": "电水壶", "壶": "电水壶"}
-# Comparison wording: a comparison may name two kinds ("the power bank and the travel adapter")
-COMPARISON = re.compile(r"\b(?:compare|comparing|comparison|versus|vs\.?|difference between|differences between)(?!\w)|"
-                        r"比较|对比|区别", re.I)
+                        "杯子": "马克杯", "杯": "马克杯", "水壶": "电水壶", "热水壶": "电水壶", "烧水壶": "电水壶",
+                        "壶": "电水壶", "锅": "锅具", "移动电源": "充电宝", "毛衫": "毛衣", "羊绒衫": "毛衣"}
+# Comparison wording: a comparison may name two kinds ("the power bank and the travel adapter"); "what's the
+# difference", "compared with", "side by side", "有啥不同", "差别在哪", "比一比"
+COMPARISON = re.compile(r"\b(?:compar(?:e|es|ed|ing|ison)|versus|vs\.?|differences?|differ|side by side)(?!\w)|"
+                        r"比较|对比|区别|(?:有|没有)(?:什么|啥)?不同(?!的?(?:颜色|色|尺码|尺寸|款|型号|规格|大小))|不一样|差别|差异|"
+                        r"比一比|相比", re.I)
 SIZE_WORDS = {"extra small": "XS", "small": "S", "medium": "M", "large": "L", "extra large": "XL"}
-SIZE_ZH = {"小号": "S", "中号": "M", "大号": "L", "加大号": "XL"}
+SIZE_LETTERS = {letter.lower(): word for word, letter in SIZE_WORDS.items()}  # "l" -> "large": a basket's Large
+SIZE_ZH = {"小号": "S", "中号": "M", "大号": "L", "加大号": "XL", "小码": "S", "中码": "M", "大码": "L", "加大码": "XL"}
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_CN_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
-_NUM = r"(\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]+)"
-_UNIT_AFTER = re.compile(r"^\s*(?:l|ml|w|kw|v|cm|mm|m|kg|g|mah|hours?|h|pcs|pieces|litres?|liters?|watts?|x)\b", re.I)
 _WORDS_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "a couple of": 2, "a pair of": 2}
-
-
-def chinese_number(text: str) -> float | None:
-    """"两百" -> 200, "一千五" -> 1500, "三十" -> 30, "150" -> 150; None when it is not a number."""
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    if not text or any(ch not in _CN_DIGITS and ch not in _CN_UNITS for ch in text):
-        return None
-    total, section, digit, last_unit = 0, 0, 0, 0
-    for ch in text:
-        if ch in _CN_DIGITS:
-            digit = _CN_DIGITS[ch]
-        elif _CN_UNITS[ch] == 10000:
-            total += (section + digit) * 10000
-            section, digit, last_unit = 0, 0, 10000
-        else:
-            section += (digit or 1) * _CN_UNITS[ch]
-            digit, last_unit = 0, _CN_UNITS[ch]
-    if digit and last_unit >= 100 and len(text) > 1 and text[-2] in _CN_UNITS:
-        digit *= last_unit // 10  # a digit right after 百/千 is the next place down: "一千五" is 1500, "两百五" 250
-    return float(total + section + digit)
 
 
 class Filters(BaseModel):
@@ -206,9 +188,14 @@ class Facets:
     # a colour word with its neighbour in a product's title or a category's name ("green tea", "red rooibos", "earl
     # grey"): in a message, that phrase names the product or kind, not a colour
     colour_phrases: set[str] = field(default_factory=set)
+    # words of the shopper's names for kinds (CATEGORY_SYNONYMS) that no product_type uses ("earbuds", "jumper"): a
+    # product whose title has one is still named by it (catalog/naming.py)
+    synonym_words: set[str] = field(default_factory=set)
     # Words each product's title names it by (catalog/naming.py), worked out once per catalog version: computed
     # per message they cost seconds at 10,000 products (every product's kind aliases, for every product).
     title_words: dict[tuple[str, str, str], frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+    # The last messages' parses: naming, the field asked and the answer each parse the same message
+    parsed: dict[str, Filters] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_products(cls, products: Iterable) -> Facets:
@@ -223,7 +210,9 @@ class Facets:
                         facets.category_aliases.setdefault(alias, set()).add(leaf)
                 zh_nodes = [n.strip() for n in p.product_type_zh.split(">") if n.strip()]
                 for node in zh_nodes[1:] if len(zh_nodes) > 1 else zh_nodes:
-                    facets.category_aliases_zh.setdefault(node, set()).add(leaf)
+                    # messages are matched lower-case: "t恤" for "T恤" too
+                    for alias in {node, node.lower()}:
+                        facets.category_aliases_zh.setdefault(alias, set()).add(leaf)
                 if zh_nodes:
                     facets.leaf_zh[leaf] = zh_nodes[-1]
             if p.color:
@@ -236,10 +225,21 @@ class Facets:
                 facets.colour_phrases |= _colour_phrases(name)
             material = " ".join(v for k, v in p.attributes.items() if k.lower() == "material") + " " + p.material
             facets.material_words.update(re.findall(r"[a-z]+", material.lower()))
+        typed_words = {_singular(w) for alias in facets.category_aliases for w in re.findall(r"[a-z0-9]+", alias)}
         for synonym, target in CATEGORY_SYNONYMS.items():
             leaves = facets.category_aliases.get(target)
             if leaves and synonym not in facets.category_aliases:
                 facets.category_aliases[synonym] = set(leaves)
+            if leaves and " " not in synonym and " " not in target:
+                # the synonym in the kind's longer names too: "desk light" is a desk lamp, "travel adaptor" an adapter
+                for alias, kinds in list(facets.category_aliases.items()):
+                    words = alias.split()
+                    if len(words) > 1 and _singular(words[-1]) == _singular(target) and \
+                            _singular(synonym) not in map(_singular, words):
+                        for variant in (_singular(synonym), _plural(_singular(synonym))):
+                            facets.category_aliases.setdefault(" ".join(words[:-1] + [variant]), set(kinds))
+        facets.synonym_words = {w for alias in facets.category_aliases for w in re.findall(r"[a-z0-9]+", alias)
+                                if _singular(w) not in typed_words}
         for synonym, target in CATEGORY_SYNONYMS_ZH.items():
             leaves = facets.category_aliases_zh.get(target)
             if leaves and synonym not in facets.category_aliases_zh:
@@ -276,12 +276,14 @@ def _aliases(node: str) -> set[str]:
     return out
 
 
-def _longest(text: str, phrases: Iterable[str], words: bool = True, bound: str = "a-z0-9") -> list[tuple[int, int, str]]:
+def _longest(text: str, phrases: Iterable[str], words: bool = True, bound: str = "a-z0-9",
+             plural: bool = False) -> list[tuple[int, int, str]]:
     """Non-overlapping matches of ``phrases`` in ``text``, longest first (word-bounded unless ``words`` is False;
-    ``bound``: the characters a word may not touch)."""
+    ``bound``: the characters a word may not touch; ``plural``: a phrase also matches with "s"/"es" after it)."""
     taken: list[tuple[int, int, str]] = []
     for phrase in sorted(phrases, key=len, reverse=True):
-        pattern = (rf"(?<![{bound}])" + re.escape(phrase) + rf"(?![{bound}])") if words else re.escape(phrase)
+        pattern = (rf"(?<![{bound}])" + re.escape(phrase) + ("(?:e?s)?" if plural else "") + rf"(?![{bound}])") \
+            if words else re.escape(phrase)
         for match in re.finditer(pattern, text):
             if not any(s < match.end() and match.start() < e for s, e, _ in taken):
                 taken.append((match.start(), match.end(), phrase))
@@ -289,7 +291,20 @@ def _longest(text: str, phrases: Iterable[str], words: bool = True, bound: str =
 
 
 def parse(message: str, facets: Facets) -> Filters:
-    """The constraints ``message`` puts on products, checked against ``facets``."""
+    """The constraints ``message`` puts on products, checked against ``facets`` (a copy: callers may change it)."""
+    found = facets.parsed.get(message)
+    if found is None:
+        found = _parse(message, facets)
+        if len(facets.parsed) >= _PARSED_KEPT:
+            facets.parsed.clear()
+        facets.parsed[message] = found
+    return found.model_copy(deep=True)
+
+
+_PARSED_KEPT = 64
+
+
+def _parse(message: str, facets: Facets) -> Filters:
     language = language_of(message)
     text = " ".join(message.lower().split())
     out = Filters(language=language)
@@ -299,7 +314,7 @@ def parse(message: str, facets: Facets) -> Filters:
     # "bath sheet", a towel's size): that size names its categories
     found = _longest(text, facets.category_aliases, bound="a-z0-9-")  # not "cable" in "cable-knit"
     found += [(s, e, p) for s, e, p in _longest(text, facets.category_aliases_zh, words=False)]
-    named_sizes = _longest(text, [z for z in facets.sizes if " " in z])
+    named_sizes = _longest(text, [z for z in facets.sizes if " " in z], plural=True)  # "bath sheets" too
     found = [m for m in found if not any(s <= m[0] and m[1] <= e and e - s > m[1] - m[0] for s, e, _ in named_sizes)]
     if not found and named_sizes:
         out.categories = sorted(set().union(*(facets.size_leaves.get(z, set()) for _, _, z in named_sizes)))
@@ -315,7 +330,7 @@ def parse(message: str, facets: Facets) -> Filters:
         out.category_term = text[start:end]
         spans.append((start, end))
 
-    _parse_price(text, out)
+    parse_price(text, out)
     _parse_colour(text, facets, out)
     _parse_material(text, facets, out)
     _parse_size(message, text, facets, out, spans)
@@ -324,53 +339,6 @@ def parse(message: str, facets: Facets) -> Filters:
     _parse_order(text, out)
     out.label = out.describe()
     return out
-
-
-def _parse_price(text: str, out: Filters) -> None:
-    def number(raw: str, after: str) -> float | None:
-        if _UNIT_AFTER.match(after):
-            return None  # "under 2 kg", "less than 1.5 l": a size, not a price
-        return chinese_number(raw)
-
-    def currency(context: str) -> str:
-        if "$" in context or re.search(r"\b(?:dollars?|usd|bucks)\b", context):
-            return "USD"
-        if re.search(r"元|块|rmb|cny|¥", context):
-            return "CNY"
-        return ""
-
-    between = re.search(r"(?:between|from)\s*\$?" + _NUM + r"\s*(?:and|to|-|–)\s*\$?" + _NUM, text) or \
-        re.search(r"\$" + _NUM + r"\s*(?:-|–|to)\s*\$?" + _NUM, text) or \
-        re.search(_NUM + r"\s*(?:元|块)?\s*(?:到|至|-|–)\s*" + _NUM + r"\s*(?:元|块)", text)
-    if between:
-        low, high = chinese_number(between.group(1)), number(between.group(2), text[between.end():])
-        if low is not None and high is not None:
-            out.price_min, out.price_max = min(low, high), max(low, high)
-            out.currency = currency(text[max(0, between.start() - 2):between.end() + 8])
-            return
-    patterns = [
-        (r"(?:under|below|less than|cheaper than|up to|at most|no more than|not more than|max(?:imum)?|within|"
-         r"<)\s*(?:of\s*)?(?:\$|usd\s*)?" + _NUM, "max"),
-        (r"(?<!no )(?<!not )(?:over|above|more than|at least|min(?:imum)?|>)\s*(?:\$|usd\s*)?" + _NUM, "min"),
-        (_NUM + r"\s*(?:元|块|美元|刀)?\s*(?:以内|以下|之内|内)", "max"),
-        (r"(?:低于|不超过|少于|不到|最多|便宜于)\s*" + _NUM, "max"),
-        (_NUM + r"\s*(?:元|块|美元|刀)?\s*以上", "min"),
-        (r"(?<!不)(?:高于|超过|多于|至少)\s*" + _NUM, "min"),
-    ]
-    for pattern, side in patterns:
-        for match in re.finditer(pattern, text):
-            after = text[match.end():]
-            if side == "max" and match.group(0)[0] in "0123456789零〇一二两三四五六七八九十百千万":
-                after = ""  # "50元以内": the unit came before the keyword
-            value = number(match.group(1), after)
-            if value is None:
-                continue
-            if side == "max":
-                out.price_max = value
-            else:
-                out.price_min = value
-            out.currency = out.currency or currency(text[max(0, match.start() - 2):match.end() + 8])
-            break
 
 
 def _parse_colour(text: str, facets: Facets, out: Filters) -> None:
@@ -407,18 +375,23 @@ def _parse_size(message: str, text: str, facets: Facets, out: Filters,
     for match in re.finditer(r"\bin (?:an? |size )?(extra large|extra small|small|medium|large)\b", text):
         candidates.append(match.group(1))
     candidates += re.findall(r"(?<![\d.])(\d{2}/\d{2})(?![\d/])", text)  # waist/length, "34/32"
+    # "34x32", "34 x 32": the same, when the catalog has that size (else it is more likely a measurement)
+    candidates += [f"{a}/{b}" for a, b in re.findall(r"(?<![\d.])(\d{2})\s*[x×]\s*(\d{2})(?![\d.])", text)
+                   if f"{a}/{b}" in facets.sizes]
     for match in re.finditer(r"\b(xs|s|m|l|xl|xxl)\s*(?:码|号)|(?<![a-z])(xs|s|m|l|xl|xxl)(?=码|号)", text):
         candidates.append(match.group(1) or match.group(2))
     candidates += [SIZE_ZH[p] for _, _, p in _longest(text, SIZE_ZH, words=False)]
     # sizes of three letters or more ("queen", "king", "bath sheet") are words of their own, but not inside the
     # category's name ("bath" in "bath towels"); so are "xs"/"xl"/"xxl" and the size words ("a sweater, medium")
     own = [s for s in facets.sizes if len(s) >= 3 and s.replace(" ", "").isalpha()]
-    candidates += [p for s, e, p in _longest(text, own + list(SIZE_WORDS) + ["xs", "xl", "xxl"])
+    candidates += [p for s, e, p in _longest(text, own + list(SIZE_WORDS) + ["xs", "xl", "xxl"], plural=True)
                    if not any(a <= s and e <= b for a, b in spans)]
     for raw in candidates:
-        options = [o for o in (facets.sizes.get(raw.lower()), facets.sizes.get(SIZE_WORDS.get(raw.lower(), "").lower()))
-                   if o]
-        if out.categories:  # "large" is L for a sweater and Large for a basket: the size the category has
+        key = raw.lower()
+        options = [o for o in (facets.sizes.get(key), facets.sizes.get(SIZE_WORDS.get(key, "").lower()),
+                               facets.sizes.get(SIZE_LETTERS.get(key, ""))) if o]
+        # "large" is L for a sweater and Large for a basket, and so is "L" or "大号": the size the category has
+        if out.categories:
             options = [o for o in options if facets.size_leaves.get(o.lower(), set()) & set(out.categories)]
         if options:
             out.size = options[0]

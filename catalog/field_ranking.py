@@ -12,8 +12,8 @@ the semiPQA ranker) chooses among the fields of the product's kind.
   ("linen" to material).
 * **In Chinese** the candidates' names carry their Chinese names and field words (重量, 多重), since MiniLM reads
   Chinese poorly and the word-overlap signal needs them.
-* **Field words** (:data:`FIELD_WORDS`) name a field outright ("how many litres", "保修"); the ranking is for the
-  questions they miss.
+* **Field words** (:mod:`catalog.field_words`) name a field outright ("how many litres", "保修"); the ranking is for
+  the questions they miss.
 * **The floor**: the pick is taken only when its fused score is at least :data:`RANKED_FLOOR` and ahead of the next
   field's by :data:`RANKED_MARGIN`; otherwise no field (the caller keeps its behaviour without one).
 """
@@ -36,41 +36,6 @@ from core.encoders import Encoder
 # Chinese questions' picks (MiniLM reads Chinese poorly) are mostly wrong and close to the runner-up.
 RANKED_FLOOR = 0.4
 RANKED_MARGIN = 0.1
-# Words that ask for a field by name, beyond the field's own name (which always counts)
-FIELD_WORDS = {
-    "material": ("made of", "made from", "material", "fabric", "pure cotton", "100% cotton", "what is it made",
-                 "composition", "材质", "材料", "什么做的", "成分", "是纯棉", "纯棉吗", "纯棉的吗"),
-    "capacity": ("capacity", "litre", "liter", "litres", "liters", "how much water", "how many cups", "容量", "几升", "多少升"),
-    "power": ("power", "watt", "watts", "wattage", "功率", "瓦"),
-    "dimensions": ("dimensions", "how big", "measurements", "尺寸", "多大"),
-    "weight": ("weight", "how heavy", "weigh", "重量", "多重"),
-    "care": ("care", "wash", "washing", "washable", "machine washable", "machine wash", "clean", "iron", "洗", "保养"),
-    "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
-    "battery life": ("battery", "battery life", "续航", "电池"),
-    "voltage": ("voltage", "volts", "电压"),
-    "dishwasher safe": ("dishwasher", "洗碗机"),
-    "brand": ("brand", "who makes", "品牌"),
-    "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
-    "availability": ("in stock", "available", "availability", "有货", "库存"),
-    "height": ("height", "how tall", "how high", "多高", "高度"),
-    "width": ("width", "how wide", "多宽", "宽度"),
-    "length": ("length", "长度", "多长"),
-    "arm reach": ("reach", "how far"),
-    "water resistance": ("waterproof", "water resistant", "water-resistant", "water resistance", "防水"),
-    "heat resistance": ("heat resistant", "heat resistance", "how hot", "耐热", "耐多少度", "耐高温"),
-    "weight per m²": ("gsm", "weight per m²", "克重"),
-    "certification": ("certified", "certification", "certificate", "认证"),
-    "pieces": ("how many pieces", "pieces", "几条", "几件", "几个", "多少件"),
-    "thread count": ("thread count", "支数", "纱支"),
-    "microwave safe": ("microwave", "微波炉"),
-    "keeps hot": ("keep hot", "keeps hot", "keep drinks hot", "stay hot", "保温多久", "保温多长"),
-    "age": ("how old", "what age", "几岁", "年龄"),
-    "dimmable": ("dimmable", "dimmer", "调光", "调亮度"),
-    "sockets": ("plug types", "plug type", "plugs", "插头类型"),
-}
-FIELD_ZH = {"material": "材质", "capacity": "容量", "power": "功率", "dimensions": "尺寸", "weight": "重量",
-            "care": "保养方式", "warranty": "保修", "battery life": "续航", "voltage": "电压", "price": "价格",
-            "availability": "库存", "brand": "品牌", "color": "颜色", "size": "尺码"}
 BASIC_FIELDS = ("material", "color", "size", "brand")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9'-]*|[^a-z0-9\s]", re.I)
@@ -148,9 +113,3 @@ class EmbedCache:
                 self.vectors.update(zip(new, self.encoder.encode_passages(new)))
             return np.stack([self.vectors[t] for t in texts])
         return embed
-
-
-def zh_field_words(name: str) -> str:
-    """A field's Chinese name and Chinese field words ("weight" -> "重量 多重")."""
-    words = [FIELD_ZH.get(name, ""), *(w for w in FIELD_WORDS.get(name, ()) if re.search(r"[\u4e00-\u9fff]", w))]
-    return " ".join(dict.fromkeys(w for w in words if w))

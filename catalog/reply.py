@@ -43,7 +43,8 @@ _ADVICE = re.compile(r"\b(?:best|better|recommend\w*|suggest\w*|should i|gifts?|
 _NOT_PRODUCT = re.compile(
     r"\b(?:return\w*|refund\w*|exchang\w*|ship|shipp\w*|shipped|deliver\w*|orders?|ordered|track\w*|"
     r"(?<!noise )(?<!noise-)cancel\w*|"
-    r"account|password|log ?in|invoice|receipt|pay|paying|payment|paid|charg\w*|coupon|promo\w*|voucher|discount code|"
+    r"account|password|log ?in|invoice|receipt|pay|paying|payment|paid|charg(?!er|ing)\w*|coupon|promo\w*|voucher|"
+    r"discount code|"
     r"gift ?card|arriv\w*|damaged|broken|defective|faulty|torn|missing|wrong|complain\w*|repair\w*|replac\w*|"
     r"stopped working|not working|doesn'?t work|human|agent|my|mine|i bought|i received|i got|do i need|notify\w*|"
     r"notification|let me know|alert me|restock\w*|available again|warranty cover\w*|does the warranty)\b|"

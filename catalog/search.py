@@ -26,16 +26,8 @@ import numpy as np
 from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, SearchAnswer, VariantAnswer
 from catalog.attributes import content_words
 from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
-from catalog.field_ranking import (
-    FIELD_WORDS,
-    FIELD_ZH,
-    EmbedCache,
-    RankedField,
-    kind_fields,
-    rank_field,
-    without_name,
-    zh_field_words,
-)
+from catalog.field_ranking import EmbedCache, RankedField, kind_fields, rank_field, without_name
+from catalog.field_words import FIELD_WORDS, FIELD_ZH, asked_field, zh_field_words
 from catalog.naming import TitleIndex, base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
@@ -235,16 +227,17 @@ class ProductSearch:
         best = self._rank(message, products, filters)
         return [best[0][0]] if best else []
 
-    def named(self, message: str, by_material: bool = False) -> list[CatalogProduct]:
+    def named(self, message: str, by_material: bool = False, by_measure: bool = True) -> list[CatalogProduct]:
         """The products ``message`` names by title, one per item group, best named first ([] when it names none).
         ``by_material``: a material word alone names a product of the kind the message names ("the glass kettle",
         "is the merino throw available in navy?"); otherwise it is taken as a question about the material ("are your
         towels pure cotton?")."""
-        ranked = sorted(self._named(message, by_material).values(), key=lambda v: v[0], reverse=True)
+        ranked = sorted(self._named(message, by_material, by_measure).values(), key=lambda v: v[0], reverse=True)
         return [p for _, p in ranked]
 
-    def _named(self, message: str, by_material: bool = False) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
-        return named_products(message, self.titles, by_material)
+    def _named(self, message: str, by_material: bool = False,
+               by_measure: bool = True) -> dict[str, tuple[tuple[int, float], CatalogProduct]]:
+        return named_products(message, self.titles, by_material, by_measure)
 
     def _variant(self, group: str, filters: Filters) -> CatalogProduct:
         variants = self.titles.groups[group]
@@ -258,38 +251,26 @@ class ProductSearch:
         asked = self.asked_field(message)
         # "are your towels pure cotton?" asks about the material: every towel answers, not only the cotton ones
         about = filters.without("material") if asked == "material" and filters.material else filters
+        if asked and filters.category_term in (asked, *FIELD_WORDS.get(asked, ())):
+            # "how long is the cable on the studio headphones?": "cable" names the field, not the Cables
+            about = about.model_copy(update={"categories": [], "category_term": ""})
         targets = [product] if product else self.targets(message, about)
         if not targets:
             return FactAnswer(filters=filters, note="No product matches the question.")
         return FactAnswer(filters=filters, facts=[self._fact(message, p, asked, filters.language) for p in targets])
 
     def asked_field(self, message: str) -> str:
-        """The field the question names (its own name, or a word for it), "" when it names none."""
-        text = " " + " ".join(message.lower().split()) + " "
-        # a field's word inside the title of the product the message names best is part of its name ("noise cancelling" in
-        # the Noise-Cancelling Headphones, "cable" in the USB-C Cable, "fit" in the Slim Fit Jeans)
-        named = self.named(message)[:1]
-        titles = [" " + f"{base_title(p)} {p.title_zh}".lower().replace("-", " ") + " " for p in named]
-        # the named product's own attribute, by its own name, beats another field's wording ("how many cups" is
-        # the capacity, but the Family Kettle's record has a "cups" field)
-        own_fields = set(named[0].attributes) if named else set()
-        own, own_len = "", 0
-        text_plain = text.replace("-", " ")
-        names = sorted(set(FIELD_WORDS) | set(self.facets_attribute_names()))  # sorted: ties go the same way each run
-        best = ""
-        best_len = 0
-        for name in names:
-            for phrase in (name, *FIELD_WORDS.get(name, ())):
-                found = phrase in text if re.search(r"[\u4e00-\u9fff]", phrase) else \
-                    re.search(r"(?<![a-z])" + re.escape(phrase) + r"(?![a-z])", text)
-                if found and any(_has_words(title, phrase.replace("-", " ")) if phrase.isascii() else phrase in title
-                                 for title in titles) and phrase.replace("-", " ") in text_plain:
-                    continue
-                if found and len(phrase) > best_len:
-                    best, best_len = name, len(phrase)
-                if found and phrase == name and name in own_fields and len(phrase) > own_len:
-                    own, own_len = name, len(phrase)
-        return own or best
+        """The field the question names (:func:`catalog.field_words.asked_field`), "" when it names none: for the
+        product it names best (of the kind it names, when it names one: "the travel mug", not the travel kettle),
+        else for the kind it names."""
+        kinds = parse(message, self.facets).categories
+        named = self.named(message)
+        product = next((p for p in named if p.category in kinds), named[0] if named else None)
+        name = f"{base_title(product)} {product.title_zh}" if product else ""
+        titles = self.titles
+        kind = [v for k in kinds for g in sorted(titles.kind_groups.get(k, ())) for v in titles.groups[g]] \
+            if product is None else []
+        return asked_field(message, self.facets_attribute_names(), product, name, kind)
 
     def facets_attribute_names(self) -> list[str]:
         return self.titles.attribute_names

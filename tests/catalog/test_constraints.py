@@ -158,3 +158,53 @@ def test_a_colour_word_beside_another_word_is_still_a_colour(tea):
     teapot = parse("a green cast iron teapot", tea)
     assert (teapot.color, teapot.categories) == ("Green", ["Teapots"])
     assert parse("red tea cups", tea).missing == ["color red"]
+
+
+# ---- the second dev round (knowledge/eval/README.md): prices, sizes, colours and kinds in other wordings ------------
+@pytest.mark.parametrize("message, low, high", [
+    ("a lamp under forty dollars", None, 40), ("kettles for less than a hundred and twenty bucks", None, 120),
+    ("sweaters 60 to 90 dollars", 60, 90), ("towels, 15 bucks or less", None, 15), ("lamps $30 and up", 30, None),
+    ("a kettle, 2 kg or less", None, None), ("mugs, twenty-five dollars or cheaper", None, 25),
+    ("at least one blue kettle", None, None),
+    ("八十块钱以内的毛巾", None, 80), ("价格在100到200之间的耳机", 100, 200), ("预算三十块的马克杯", None, 30),
+])
+def test_more_price_forms(demo, message, low, high):
+    f = parse(message, demo)
+    assert (f.price_min, f.price_max) == (low, high)
+
+
+def test_sizes_written_other_ways_take_the_catalogs_spelling(demo):
+    assert parse("jeans 36 x 32 in blue", demo).size == "36/32"
+    tea = parse("a 50 x 70 cm tea towel", demo)  # a measurement, not a size the catalog has
+    assert (tea.size, tea.missing) == ("", [])
+    assert parse("小码的T恤", demo).size == "S"
+    assert parse("收纳篮要大号的", demo).size == "Large"  # 大号 is L for a sweater, Large for a basket
+    sheets = parse("green bath sheets", demo)
+    assert (sheets.categories, sheets.size, sheets.color) == (["Bath Towels"], "Bath Sheet", "Green")
+
+
+def test_more_colour_words(demo):
+    assert parse("a clear glass kettle", demo).color == "Clear"
+    assert parse("透明的杯子", demo).color == "Clear"
+    assert parse("藏蓝色毛衣", demo).color == "Navy"  # not 蓝, blue
+
+
+@pytest.mark.parametrize("message, kinds", [
+    ("a desk light for reading", ["Desk Lamps"]), ("portable charger", ["Power Banks"]), ("earbuds", ["Headphones"]),
+    ("a universal travel adaptor", ["Travel Adapters"]), ("移动电源", ["Power Banks"]), ("一口红色的锅", ["Cookware"]),
+    ("羊毛衫", ["Sweaters"]), ("保温杯", ["Mugs"]),
+])
+def test_more_names_shoppers_use_for_kinds(demo, message, kinds):
+    assert parse(message, demo).categories == kinds
+
+
+@pytest.mark.parametrize("message, comparison", [
+    ("how does the glass kettle compare to the gooseneck?", True), ("fleece or cotton throw, what's the difference?", True),
+    ("show the two dearest lamps side by side", True), ("compared with the travel mug", True),
+    ("玻璃杯和马克杯有啥不同", True), ("这两款台灯有什么不一样", True), ("does it come in different colours?", False),
+    ("这款毛衣有不同颜色吗", False),
+])
+def test_more_comparison_wordings(message, comparison):
+    from catalog.constraints import COMPARISON
+
+    assert bool(COMPARISON.search(message)) is comparison

@@ -1,0 +1,190 @@
+"""Which field a product question names: by the field's own name, a word for it (:data:`FIELD_WORDS`: "wattage",
+"made of", "面料"), or a unit of one of the product's values ("how many mAh", "多少毫安").
+
+When the message names a product (:func:`asked_field`'s ``product``), in this order:
+
+1. the product's own field by its own name ("how many cups": the Family Kettle's ``cups``, not the capacity);
+2. the field of the longest word for one; of words as long, a field the product states: "功率多大" asks the cable's
+   power, not the dimensions "多大" asks of others; "gsm" is a T-shirt's fabric weight and a towel's weight per m²;
+3. when that field is one the record lacks: a unit word ("mAh", "ohms", "毫安") that the unit of exactly one of its
+   stated values shares;
+4. or its own field by a word of the field's name that the message uses outside the product's name ("the
+   temperatures you can set": ``temperature control``; "arm length": ``arm reach``, the word right before the field
+   word asked);
+5. otherwise the field of rule 2 even though the record lacks it: answered "not stated", never another field's
+   value.
+
+A field word inside the product's own name is not the field asked ("noise cancelling" in the Noise-Cancelling
+Headphones, "cable" in the USB-C Cable), unless the message uses it again ("the power output of the power bank"); nor
+is a unit right after a number ("the 2.2 litre kettle"). Without a product, the longest word's field, of words as
+long one that a product of the kind named states. English words also match with a suffix ("microwaveable",
+"holds"); "*" in a word stands for one to three words ("keep * hot").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from catalog.store import CatalogProduct
+
+# Words that ask for a field by name, beyond the field's own name (which always counts). One word may stand for
+# several fields ("gsm"): the product's own field is taken (rule 2 above).
+FIELD_WORDS = {
+    "material": ("made of", "made from", "made out of", "material", "fabric", "pure cotton", "100% cotton",
+                 "what is it made", "composition", "材质", "材料", "什么做的", "成分", "是纯棉", "纯棉吗", "纯棉的吗",
+                 "面料", "布料", "什么料"),
+    "capacity": ("capacity", "litre", "liter", "litres", "liters", "how much water", "how many cups", "hold", "容量",
+                 "几升", "多少升", "装多少", "能装", "容积"),
+    "power": ("power", "watt", "watts", "wattage", "power output", "功率", "瓦", "瓦数"),
+    "dimensions": ("dimensions", "how big", "how large", "measurements", "尺寸", "多大", "大小"),
+    "weight": ("weight", "how heavy", "heavy", "weigh", "重量", "多重", "多沉"),
+    "care": ("care", "wash", "washing", "washable", "machine washable", "machine wash", "clean", "iron", "launder",
+             "洗", "保养"),
+    "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
+    "battery life": ("battery", "battery life", "playback", "playtime", "play time", "续航", "电池", "能用多久",
+                     "用多久", "待机"),
+    "voltage": ("voltage", "volts", "电压"),
+    "dishwasher safe": ("dishwasher", "洗碗机"),
+    "brand": ("brand", "who makes", "品牌"),
+    "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
+    "availability": ("in stock", "available", "availability", "有货", "库存"),
+    "height": ("height", "how tall", "how high", "多高", "高度"),
+    "width": ("width", "how wide", "多宽", "宽度"),
+    "length": ("length", "长度", "多长"),
+    "arm reach": ("reach", "how far", "多远", "伸多远", "臂长"),
+    "water resistance": ("waterproof", "water resistant", "water-resistant", "water resistance", "防水"),
+    "heat resistance": ("heat resistant", "heat resistance", "how hot", "耐热", "耐多少度", "耐高温"),
+    "weight per m²": ("gsm", "weight per m²", "克重"),
+    "fabric weight": ("gsm", "fabric weight", "克重"),
+    "certification": ("certified", "certification", "certificate", "认证"),
+    "pieces": ("how many pieces", "pieces", "how many * come in", "how many * in the", "how many * in a",
+               "how many * are in", "几条", "几件", "几个", "多少件"),
+    "thread count": ("thread count", "支数", "纱支"),
+    "microwave safe": ("microwave", "微波炉"),
+    "keeps hot": ("keep hot", "keeps hot", "keep * hot", "keep * warm", "stay hot", "保温多久", "保温多长", "保温"),
+    "keep warm": ("keep warm", "keeps warm", "keep * warm", "keep * hot", "保温"),
+    "age": ("how old", "what age", "几岁", "年龄"),
+    "dimmable": ("dimmable", "dimmer", "调光", "调亮度"),
+    "sockets": ("plug types", "plug type", "plugs", "插头类型"),
+    "volume limit": ("how loud", "loud", "max volume", "音量", "分贝"),
+    "impedance": ("impedance", "ohm", "ohms", "阻抗"),
+    "usb ports": ("usb ports", "ports", "port", "接口"),
+    "firmness": ("firmness", "firm", "soft or firm", "how soft", "软硬", "硬度"),
+    "hob": ("hob", "hobs", "induction", "stove", "gas", "电磁炉", "燃气灶", "灶"),
+    "colour temperature": ("colour temperature", "color temperature", "色温"),
+}
+FIELD_ZH = {"material": "材质", "capacity": "容量", "power": "功率", "dimensions": "尺寸", "weight": "重量",
+            "care": "保养方式", "warranty": "保修", "battery life": "续航", "voltage": "电压", "price": "价格",
+            "availability": "库存", "brand": "品牌", "color": "颜色", "size": "尺码"}
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_SUFFIX = r"(?:s|es|d|ed|ing)?"  # "holds", "washing"; and "able"/"ible" after a longer word: "microwaveable"
+
+# Units as shoppers spell them (not single letters: "m" is a size) and as records write them, one key each
+_UNIT_WORDS = {"mah": r"mah|milliamp(?:s|-hours?)?|毫安", "ohm": r"ohms?|欧姆?", "w": r"watts?|瓦",
+               "v": r"volts?|伏", "ml": r"ml|millilit(?:re|er)s?|毫升", "l": r"lit(?:re|er)s?|升",
+               "kg": r"kg|kilos?|kilograms?|公斤|千克", "g": r"grams?|克", "cm": r"cm|centimet(?:re|er)s?|厘米",
+               "m": r"met(?:re|er)s?|米", "hours": r"hours?|hrs?|小时", "minutes": r"minutes?|mins?|分钟",
+               "db": r"db|decibels?|分贝"}
+_VALUE_UNITS = {"mah": r"mah", "ohm": r"ohms?|Ω", "w": r"w", "v": r"v", "ml": r"ml", "l": r"l", "kg": r"kg",
+                "g": r"g", "cm": r"cm", "m": r"m", "hours": r"hours?|h", "minutes": r"minutes?|min",
+                "db": r"db"}
+# Words of field names too common to name a field alone (rule 4)
+_GENERIC = frozenset(["safe", "life", "limit", "control", "count", "per", "m²", "type", "types", "resistance",
+                      "weight", "colour", "color", "size", "water", "fabric", "keep", "keeps", "auto", "shut", "off",
+                      "of", "the", "and"])
+
+
+def asked_field(message: str, field_names: Iterable[str], product: CatalogProduct | None = None,
+                name: str = "", kind: Iterable[CatalogProduct] = ()) -> str:
+    """The field ``message`` asks about ("" when it names none). ``field_names``: the catalog's attribute names;
+    ``product``: the product the message names best, ``name`` its title words (English and Chinese); ``kind``: with
+    no product, the products of the kind it names, whose stated fields go first as a product's do (rule 2)."""
+    text = " " + " ".join(message.lower().split()).replace("-", " ") + " "
+    title = " " + " ".join(name.lower().split()).replace("-", " ") + " "
+    names = sorted(set(FIELD_WORDS) | set(field_names))  # sorted: ties go the same way each run
+    matches: list[tuple[str, str, list[int]]] = []  # (field, phrase, where in the text)
+    for field in names:
+        for phrase in dict.fromkeys((field, *FIELD_WORDS.get(field, ()))):
+            phrase = phrase.replace("-", " ")
+            starts = _find(phrase, text)
+            if _is_unit(phrase):  # "the 2.2 litre kettle": a measure given, not the field asked
+                starts = [i for i in starts if not re.search(r"\d\s*$", text[:i])]
+            if starts and len(starts) > len(_find(phrase, title)):
+                matches.append((field, phrase, starts))
+    if product is None:
+        products = list(kind)
+        return _longest(matches, lambda field: any(p.field_value(field) for p in products))
+    own = set(product.attributes)
+    by_name = [m for m in matches if m[1] == m[0].replace("-", " ") and m[0] in own]
+    if by_name:
+        return _longest(by_name)
+    best = _longest(matches, lambda field: bool(product.field_value(field)))
+    if best and product.field_value(best):
+        return best
+    return _unit_field(text, product) or _by_a_word_of_its_name(text, title, product, matches) or best
+
+
+def _find(phrase: str, text: str) -> list[int]:
+    """Where ``phrase`` starts in ``text``; "*" in a phrase stands for one to three words ("keep * hot")."""
+    if _CJK.search(phrase):
+        return [m.start() for m in re.finditer(re.escape(phrase), text)]
+    pattern = re.escape(phrase).replace(r"\ \*\ ", r" (?:[a-z']+ ){1,3}")
+    suffix = _SUFFIX[:-2] + "|able|ible)?" if len(phrase) >= 6 else _SUFFIX
+    return [m.start() for m in re.finditer(r"(?<![a-z0-9])" + pattern + suffix + r"(?![a-z0-9])", text)]
+
+
+def _is_unit(phrase: str) -> bool:
+    return any(re.fullmatch(words, phrase) for words in _UNIT_WORDS.values())
+
+
+def _longest(matches: list[tuple[str, str, list[int]]], stated: Callable[[str], bool] = lambda field: False) -> str:
+    """The field of the longest phrase; of phrases as long, one of a field ``stated`` says the product states."""
+    best = ""
+    best_key = (0, False)
+    for field, phrase, _ in matches:
+        key = (len(phrase), stated(field))
+        if key > best_key:
+            best, best_key = field, key
+    return best
+
+
+def _unit_field(text: str, product: CatalogProduct) -> str:
+    """The one stated field whose value's unit the message asks in ("how many mAh" -> capacity "10000 mAh"); a unit
+    right after a number is a name or a constraint ("the 2.2 litre kettle"), not the unit asked."""
+    asked = {unit for unit, words in _UNIT_WORDS.items()
+             for m in re.finditer(r"(?<![a-z])(?:" + words + r")(?![a-z])", text)
+             if not re.search(r"\d\s*$", text[:m.start()])}
+    if not asked:
+        return ""
+    fields = [n for n in product.attributes if any(
+        re.search(r"\d\s*(?:" + _VALUE_UNITS[u] + r")(?![a-z])", str(product.attributes[n]).lower()) for u in asked)]
+    return fields[0] if len(fields) == 1 else ""
+
+
+def _by_a_word_of_its_name(text: str, title: str, product: CatalogProduct,
+                           matches: list[tuple[str, str, list[int]]]) -> str:
+    """The product's own field by a word of its name the message uses outside the product's name: when no field
+    word matched, any such word; when only fields the record lacks matched, the word right before one ("arm length")."""
+    words = set(re.findall(r"[a-z]+", text))
+    found = []
+    for field in product.attributes:
+        if len(field.split()) < 2 or not product.field_value(field):
+            continue  # a one-word field is matched by its whole name already
+        parts = [w for w in re.findall(r"[a-z]+", field.lower()) if w not in _GENERIC and len(w) > 2]
+        for part in parts:
+            forms = {part, part + "s", part.rstrip("s")}
+            used = [f for f in forms if f in words and len(_find(f, text)) > len(_find(f, title))]
+            if not used:
+                continue
+            before_asked = any(re.search(r"(?<![a-z])" + re.escape(f) + r" " + re.escape(phrase) + r"(?![a-z])", text)
+                               for f in used for _, phrase, _ in matches)
+            if not matches or before_asked:
+                found.append(field)
+    return found[0] if len(set(found)) == 1 else ""
+
+
+def zh_field_words(name: str) -> str:
+    """A field's Chinese name and Chinese field words ("weight" -> "重量 多重")."""
+    words = [FIELD_ZH.get(name, ""), *(w for w in FIELD_WORDS.get(name, ()) if _CJK.search(w))]
+    return " ".join(dict.fromkeys(w for w in words if w))
