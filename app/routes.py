@@ -79,7 +79,9 @@ def admitted(runtime: Runtime, caller: Caller, request: ChatRequest, endpoint: s
 async def chat(body: ChatIn, runtime_request: Request, caller: Caller = Depends(caller_of),
                runtime: Runtime = Depends(runtime_of)) -> Any:
     """Answer one customer message. With `"stream": true` the answer comes as server-sent events:
-    `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed answer>}`. A `{"replace": "..."}`
+    `{"route", "request_id"}` (with `products` and `filters` when the answer has product cards: advice's come
+    before the LLM's first word), `{"delta": "..."}` pieces, then `{"done": <the same object as the non-streamed
+    answer>}`. A `{"replace": "..."}`
     event replaces everything shown so far: a verified rewrite of the knowledge-base draft shown first, or what is
     served instead of an LLM answer that failed its checks."""
     request = ChatRequest(message=body.message, session_id=body.session_id, user_id=body.user_id,
@@ -125,8 +127,11 @@ async def _events(runtime: Runtime, request: ChatRequest, operator: bool) -> Asy
         if isinstance(item, ChatResponse):
             done = ChatOut.of(item, operator).model_dump(exclude_none=True)
             yield f"data: {json.dumps({'done': done}, ensure_ascii=False)}\n\n"
-        elif isinstance(item, Decided):
-            yield f"data: {json.dumps({'route': item.route, 'request_id': item.request_id})}\n\n"
+        elif isinstance(item, Decided):  # advice's cards come with the route, before the LLM's first word
+            decided: dict[str, Any] = {"route": item.route, "request_id": item.request_id}
+            decided.update({key: value for key, value in (("products", item.products), ("filters", item.filters))
+                            if value})
+            yield f"data: {json.dumps(decided, ensure_ascii=False)}\n\n"
         elif isinstance(item, Revised):  # everything shown so far is replaced by this text
             yield f"data: {json.dumps({'replace': item.text}, ensure_ascii=False)}\n\n"
         elif isinstance(item, Exception):

@@ -123,6 +123,10 @@ class Decided(BaseModel):
     # verified; a :class:`Revised` may replace it. A front end that cannot take text back (an OpenAI stream)
     # waits for the final answer instead.
     revisable: bool = False
+    # Advice on products (issue 59): the candidates' cards and the filters are known before the LLM writes a word,
+    # so a front end shows them at once and the advice follows under them.
+    products: list[dict[str, Any]] = Field(default_factory=list)
+    filters: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Revised(BaseModel):

@@ -101,7 +101,8 @@ class Turn:
         the tier about to answer (a rewrite is the LLM tier's)."""
         route = self.route if self.done else tier
         return Decided(request_id=self.request_id, route=route or "guard", degraded=self.degraded,
-                       revisable=not self.done and self.plan == "rewrite")
+                       revisable=not self.done and self.plan == "rewrite", products=list(self.products),
+                       filters=list(self.filters))
 
     def note(self, stage: str, decision: str, **detail: Any) -> None:
         self.trace.append({"stage": stage, "decision": decision, "detail": detail,

@@ -8,7 +8,7 @@ import pytest
 
 from catalog.advice import advice
 from catalog.live import LiveCatalog
-from chains.schema import ChatRequest, Revised
+from chains.schema import ChatRequest, Decided, Revised
 from storage.tables import RequestLog
 from tests.catalog.shop import write_feed
 from tests.conftest import fresh_db, make_runtime
@@ -35,6 +35,9 @@ def test_an_advice_message_gets_the_candidates_cards_first_and_no_unmatched_prod
     final = items[-1]
     assert final.route in ("llm", "small"), final.reasons  # small only when the engine failed (a fallback)
     assert final.intent == "advice" and [c["id"] for c in final.products] == ["K1", "K2"]
+    decided = next(i for i in items if isinstance(i, Decided))  # the cards travel with the route, before any text
+    assert [c["id"] for c in decided.products] == ["K1", "K2"] and decided.filters
+    assert items.index(decided) < min(n for n, i in enumerate(items) if isinstance(i, str))
     shown = [i for i in items if isinstance(i, str)]
     assert shown[0].startswith("**Filters:** kettle\n\n1. **Family Electric Kettle 2.2 L** — $59.90 · in stock\n"
                                "2. **Travel Kettle 0.8 L** — $24.90 · in stock")  # before any LLM text

@@ -4,6 +4,8 @@ SQLite, the demo knowledge base, and the real `/api/v1` and `/v1` apps in-proces
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from catalog.live import LiveCatalog
@@ -120,6 +122,18 @@ def test_advice_with_no_llm_in_the_run_gets_the_candidates_cards_from_the_catalo
     assert body["route"] == "catalog" and body["intent"] == "advice"
     assert [c["id"] for c in body["products"]] == ["B1", "B4", "B3"]  # one per item group, by relevance
     assert "These are the products in our catalog that fit your question" in body["answer"]
+
+
+def test_a_streamed_api_answer_sends_the_cards_and_filters_with_the_route_before_any_text(shop, settings):
+    runtime, _ = shop
+    with api_client(settings, runtime) as client:
+        raw = client.post("/api/v1/chat", json={"message": "a blue throw blanket under $50", "stream": True}).text
+    events = [json.loads(line[len("data: "):]) for line in raw.splitlines() if line.startswith("data: ")]
+    first = events[0]
+    assert first["route"] == "catalog" and [c["id"] for c in first["products"]] == ["B1"]
+    assert [f["label"] for f in first["filters"]] == ["throw blanket", "blue", "under $50"]
+    assert any("delta" in event for event in events[1:]) and "done" in events[-1]
+    assert events[-1]["done"]["products"] == first["products"]
 
 
 @pytest.mark.parametrize("message", ["are your towels pure cotton and what is your return policy?",
