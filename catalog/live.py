@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlmodel import SQLModel
 
 from catalog.search import ProductSearch
-from catalog.store import TABLES, Catalog, CatalogState
+from catalog.store import TABLES, Catalog, stored_version
 from core.encoders import Encoder
 from storage.db import Database
 
@@ -37,9 +37,8 @@ class LiveCatalog:
     def current(self) -> ProductSearch | None:
         """Search over the catalog as it is now; None while it has no products (nothing to answer from)."""
         if self._search is None:
-            with self.db.session() as session:
-                if session.get(CatalogState, "version") is None:
-                    return None  # never ingested: no Chroma collection is opened for it
+            if not stored_version(self.db):
+                return None  # never ingested: no Chroma collection is opened for it
             self.open()
         search = self._search
         assert search is not None

@@ -115,6 +115,19 @@ class CatalogState(SQLModel, table=True):
     value: str
 
 
+STATE_TABLE = CatalogState.__table__  # type: ignore[attr-defined]
+# Read on every message: a Core statement on a pooled connection costs about a fifth of an ORM session's get
+# (0.03 against 0.15 ms here), which a cache hit, a whole answer in about a millisecond, notices.
+_VERSION_QUERY = select(STATE_TABLE.c.value).where(STATE_TABLE.c.key == "version")
+
+
+def stored_version(db: Database) -> int:
+    """The catalog version as stored (0 while no ingest ever changed anything), any process's."""
+    with db.engine.connect() as connection:
+        value = connection.execute(_VERSION_QUERY).scalar()
+    return int(value) if value is not None else 0
+
+
 PRODUCT_TABLE = CatalogProduct.__table__  # type: ignore[attr-defined]
 ATTRIBUTE_TABLE = CatalogAttribute.__table__  # type: ignore[attr-defined]
 TABLES = [PRODUCT_TABLE, ATTRIBUTE_TABLE, CatalogState.__table__, *log.TABLES]  # type: ignore[attr-defined]
@@ -181,9 +194,7 @@ class Catalog:
 
     # ---- version ------------------------------------------------------------------------
     def stored_version(self) -> int:
-        with self.db.session() as session:
-            row = session.get(CatalogState, "version")
-            return int(row.value) if row else 0
+        return stored_version(self.db)
 
     def refresh(self) -> int:
         """The catalog version (any process's ingest), read once, reloading this copy when another process changed

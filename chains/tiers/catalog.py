@@ -77,6 +77,7 @@ class CatalogTier(Tier):
                 turn.note("catalog", f"{found.kind}: nothing to show", kind=found.kind)
             return False
         turn.catalog, turn.plan, turn.intent = answer, CATALOG_ROUTE, answer.kind
+        turn.products, turn.filters = answer.products, answer.filters  # known now: they go with the route decision
         turn.note("catalog", answer.kind, kind=answer.kind, version=search.catalog.loaded_version, **answer.detail)
         turn.reasons.append(f"catalog: a product {answer.kind} message")
         return True
