@@ -11,6 +11,10 @@
 * ``attribute``: a material ("wool", "纯棉") or a measured value ("2.2 L", "3000 W", "130 cm") that the record of no
   product the sentence is about states, and "in stock" / "out of stock" said of a product that is not so.
 
+* ``judgement``: the customer's yes-or-no question said back as its own answer ("is the wool blanket good for
+  sensitive skin?" answered "The wool blanket is good for sensitive skin."): every word of the sentence but the
+  products' names is the customer's, so nothing in a record backs it.
+
 A sentence is about the candidates it names (at least half of a title's own words, as the catalog's search reads a
 name); a sentence that names none is about all of them. A material said with a negation ("not wool", "wool-free")
 is no claim that the product is of it.
@@ -70,6 +74,10 @@ class ProductClaims:
         # What the customer said themselves (a budget, "a 2 L kettle") may be said back
         self.message_amounts = {_amount(m) for m in _MONEY.finditer(message)}
         self.message_measures = _measures(message.lower())
+        # A yes-or-no question's own words: a sentence made only of them (and names) answers it with itself
+        self.asked = _stems(message) if _YES_NO.search(message) else set()
+        self.named = set().union(*(_stems(" ".join([p.title, p.title_zh, p.category, p.product_type]))
+                                   for vs in self.variants.values() for p in vs)) if self.asked else set()
         facets = search.facets
         self.kind_words = {w for alias in facets.category_aliases for w in alias.split()}
         # Capitalised words (case-sensitive: a name) before a kind the catalog sells (any case: "kettle", "Kettle")
@@ -87,6 +95,7 @@ class ProductClaims:
             found += self._names(sentence)
             found += self._prices(sentence, about)
             found += self._attributes(sentence, about)
+            found += self._judgement(sentence)
         return found
 
     # ---- what a sentence is about ---------------------------------------------------------------
@@ -156,6 +165,41 @@ class ProductClaims:
                 and not any(p.availability == "in_stock" for p in about):
             found.append(ProductClaim("attribute", "in stock", "none of the products it is about is in stock"))
         return found
+
+
+    def _judgement(self, sentence: str) -> list[ProductClaim]:
+        """The question said back as the answer: the sentence's words, less the candidates' names and kinds, are all
+        the customer's own (three or more stems: "good", "sensitive", "skin"), and none says no."""
+        if not self.asked or _SAYS_NO.search(sentence):
+            return []
+        said = _stems(sentence) - self.named - {_stem(w) for w in self.kind_words}
+        if len(said) < 2 or not said <= self.asked:
+            return []
+        return [ProductClaim("judgement", sentence.strip()[:80], "says the customer's question back as its answer; "
+                                                                 "no record states it")]
+
+
+_SAYS_NO = re.compile(r"\b(?:not|no|never|isn'?t|aren'?t|doesn'?t|don'?t|cannot|can'?t|unlikely)\b|不|没",
+                      re.IGNORECASE)
+# "is it good for…?", "does it…?", "can I…?", "…吗？": a question a yes or no answers
+_YES_NO = re.compile(r"^\W*(?:is|are|does|do|did|can|could|will|would|should|has|have)\b|吗\s*[？?]?\s*$|是不是|"
+                     r"能不能|可不可以|适不适合|会不会", re.IGNORECASE)
+_FILLER = frozenset(("the", "and", "for", "you", "your", "our", "this", "that", "its", "it's", "with", "very", "yes",
+                     "are", "was", "has", "have", "does", "will", "would", "can", "could", "should", "also", "all",
+                     "any", "one", "both", "which", "they", "them", "their", "these", "those", "is", "be", "a", "an",
+                     "of", "to", "in", "on", "it", "as", "so", "i", "we", "my", "me", "us", "indeed", "definitely",
+                     "great", "choice", "option", "perfect", "absolutely", "certainly", "sure"))
+
+
+def _stem(word: str) -> str:
+    return word[:5] if word.isascii() else word
+
+
+def _stems(text: str) -> set[str]:
+    """Content words by their first five letters, and Chinese as character bigrams."""
+    words = {_stem(w.lower()) for w in re.findall(r"[A-Za-z][A-Za-z'-]+", text) if w.lower() not in _FILLER}
+    bigrams = {run[i:i + 2] for run in re.findall(r"[\u3400-\u9fff]+", text) for i in range(len(run) - 1)}
+    return words | bigrams
 
 
 def _amount(match: re.Match) -> float | None:

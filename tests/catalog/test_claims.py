@@ -101,3 +101,27 @@ def test_the_answer_check_reports_an_unmatched_product_claim_as_a_defect(kettles
     assert [d.kind for d in found] == ["product_claim"] and "Lavender Kettle" in found[0].detail
     assert defects("I recommend the Family Electric Kettle 2.2 L for $59.90.", message=FAMILY,
                    products=kettles.claims) == []
+
+
+def test_a_yes_no_question_said_back_as_its_answer_is_a_judgement_finding(search):
+    wool = advice(search, "is the wool blanket good for sensitive skin?")
+    assert wool is not None and "B3" in {p.id for p in wool.products}
+    found = wool.claims.unmatched("The wool blanket is good for sensitive skin.")
+    assert [c.kind for c in found] == ["judgement"]
+    # What the record says, or an honest "it does not say", is no judgement
+    assert wool.claims.unmatched("The Merino Wool Throw is 100% merino wool, warm and light.") == []
+    assert wool.claims.unmatched("Its record does not say whether it suits sensitive skin.") == []
+    found = defects("The wool blanket is good for sensitive skin.", message="is the wool blanket good for sensitive "
+                    "skin?", products=wool.claims)
+    assert "product_claim" in [d.kind for d in found]
+
+
+def test_a_question_that_is_not_yes_or_no_lets_a_recommendation_use_the_customers_words(kettles):
+    assert kettles.claims.unmatched("For a family of five, the Family Electric Kettle 2.2 L.") == []
+
+
+def test_a_chinese_yes_no_question_said_back_is_a_judgement_finding(search):
+    wool = advice(search, "羊毛毯适合敏感肌肤吗？")
+    assert wool is not None
+    assert [c.kind for c in wool.claims.unmatched("羊毛毯适合敏感肌肤。")] == ["judgement"]
+    assert wool.claims.unmatched("羊毛毯不一定适合敏感肌肤。") == []
