@@ -27,7 +27,7 @@ from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, Searc
 from catalog.attributes import content_words
 from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
 from catalog.field_ranking import EmbedCache, RankedField, kind_fields, rank_field, without_name
-from catalog.field_words import FIELD_WORDS, FIELD_ZH, asked_field, zh_field_words
+from catalog.field_words import FIELD_WORDS, FIELD_ZH, asked_field, fits_units, unit_field, zh_field_words
 from catalog.naming import TitleIndex, base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
@@ -278,11 +278,15 @@ class ProductSearch:
     def _fact(self, message: str, product: CatalogProduct, asked: str, language: str) -> Fact:
         title = product.title_zh if language == "zh" and product.title_zh else product.title
         if asked:
-            return _fact(product, title, asked, product.field_value(asked), 1.0, language)
-        ranked = self.ranked_field(message, product)
-        if ranked is None or not ranked.confident:
-            return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
-        return _fact(product, title, ranked.name, ranked.value, ranked.score, language)
+            name, value, score = asked, product.field_value(asked), 1.0
+        else:
+            ranked = self.ranked_field(message, product)
+            if ranked is None or not ranked.confident:
+                return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
+            name, value, score = ranked.name, ranked.value, ranked.score
+        if value and not fits_units(message, value):  # "how many mAh" is not answered by "20 hours": not stated
+            name, value = unit_field(message) or name, ""
+        return _fact(product, title, name, value, score, language)
 
     def ranked_field(self, message: str, product: CatalogProduct) -> RankedField | None:
         """The field of ``product``'s kind the attribute ranking picks for ``message`` (:mod:`catalog.field_ranking`),
