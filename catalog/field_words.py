@@ -12,7 +12,9 @@ When the message names a product (:func:`asked_field`'s ``product``), in this or
 4. when no field word matched: a unit word ("how many mAh", "ohms", "多少毫安") that the unit of exactly one of the
    product's stated values shares;
 5. or its own field by a word of the field's name that the message uses outside the product's name ("the
-   temperatures you can set": ``temperature control``).
+   temperatures you can set": ``temperature control``);
+6. or, with a unit asked that none of its values has, the field the unit stands for (:data:`UNIT_FIELDS`), answered
+   "not stated".
 
 A unit asked rules out a value with no number in it of that measure (:func:`fits_units`): "how many mAh" is not
 answered by a battery life of "20 hours" (the caller says "not stated").
@@ -47,7 +49,7 @@ FIELD_WORDS = {
     "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
     "battery life": ("battery", "battery life", "playback", "playtime", "play time", "续航", "电池", "能用多久",
                      "用多久", "待机"),
-    "voltage": ("voltage", "volts", "电压"),
+    "voltage": ("voltage", "volts", "电压", "多少伏", "伏数"),
     "dishwasher safe": ("dishwasher", "洗碗机"),
     "brand": ("brand", "who makes", "品牌"),
     "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
@@ -70,7 +72,7 @@ FIELD_WORDS = {
     "age": ("how old", "what age", "几岁", "年龄"),
     "dimmable": ("dimmable", "dimmer", "调光", "调亮度"),
     "sockets": ("plug types", "plug type", "plugs", "插头类型"),
-    "volume limit": ("how loud", "loud", "max volume", "音量", "分贝"),
+    "volume limit": ("how loud", "loud", "max volume", "decibels", "音量", "分贝"),
     "impedance": ("impedance", "ohm", "ohms", "阻抗"),
     "usb ports": ("usb ports", "ports", "port", "接口"),
     "firmness": ("firmness", "firm", "soft or firm", "how soft", "软硬", "硬度"),
@@ -132,7 +134,11 @@ def asked_field(message: str, field_names: Iterable[str], product: CatalogProduc
         return _longest(by_name)
     if matches:  # rules 2 and 3: a field named, stated or not; never a stated one in place of one the record lacks
         return _longest(_heads(matches, text), lambda field: bool(product.field_value(field)))
-    return _unit_field(text, product) or _by_a_word_of_its_name(text, title, product)
+    found = _unit_field(text, product) or _by_a_word_of_its_name(text, title, product)
+    if found or any(fits_units(message, str(v)) for v in product.attributes.values()):
+        return found  # several values in the unit: the ranking picks among them ("how many cm wide")
+    # a unit no stated value has still names a field: "how many mAh is the cable?" is "not stated", not ranked
+    return unit_field(message)
 
 
 def _heads(matches: list[tuple[str, str, list[int]]], text: str) -> list[tuple[str, str, list[int]]]:

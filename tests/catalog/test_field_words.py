@@ -98,3 +98,9 @@ def test_a_unit_asked_rules_out_a_value_of_another_measure():
     assert fits_units("夹灯能用几个小时", "20 hours")
     assert fits_units("米色的是什么材质", "cotton")  # 米 in 米色 (beige) is no unit asked
     assert unit_field("how many mAh is the clip lamp's battery?") == "capacity"
+
+
+def test_a_unit_no_stated_value_has_names_its_field_not_stated():
+    assert asked("how many mAh is the charging cable?", CABLE) == "capacity"
+    assert asked("how many decibels is the clip lamp?", CLIP) == "volume limit"
+    assert asked("how many cm long is the charging cable?", CABLE) == ""  # "1 m" has the measure: left to the ranking
