@@ -6,13 +6,18 @@ When the message names a product (:func:`asked_field`'s ``product``), in this or
 1. the product's own field by its own name ("how many cups": the Family Kettle's ``cups``, not the capacity);
 2. the field of the longest word for one; of words as long, a field the product states: "功率多大" asks the cable's
    power, not the dimensions "多大" asks of others; "gsm" is a T-shirt's fabric weight and a towel's weight per m²;
-3. when that field is one the record lacks: a unit word ("mAh", "ohms", "毫安") that the unit of exactly one of its
-   stated values shares;
-4. or its own field by a word of the field's name that the message uses outside the product's name ("the
-   temperatures you can set": ``temperature control``; "arm length": ``arm reach``, the word right before the field
-   word asked);
-5. otherwise the field of rule 2 even though the record lacks it: answered "not stated", never another field's
-   value.
+   a field word right before another ("battery weight", "电池容量") modifies it: the second is the field asked;
+3. when the record lacks that field: that field, answered "not stated", never another field's value (issue 59: a
+   field named and absent is not stated; no unit, own-field word or ranking may pick a stated one instead);
+4. when no field word matched: a unit word ("how many mAh", "ohms", "多少毫安") that the unit of exactly one of the
+   product's stated values shares;
+5. or its own field by a word of the field's name that the message uses outside the product's name ("the
+   temperatures you can set": ``temperature control``);
+6. or, with a unit asked that none of its values has, the field the unit stands for (:data:`UNIT_FIELDS`), answered
+   "not stated".
+
+A unit asked rules out a value with no number in it of that measure (:func:`fits_units`): "how many mAh" is not
+answered by a battery life of "20 hours" (the caller says "not stated").
 
 A field word inside the product's own name is not the field asked ("noise cancelling" in the Noise-Cancelling
 Headphones, "cable" in the USB-C Cable), unless the message uses it again ("the power output of the power bank"); nor
@@ -44,7 +49,7 @@ FIELD_WORDS = {
     "warranty": ("warranty", "guarantee", "保修", "质保", "保修期", "质保期"),
     "battery life": ("battery", "battery life", "playback", "playtime", "play time", "续航", "电池", "能用多久",
                      "用多久", "待机"),
-    "voltage": ("voltage", "volts", "电压"),
+    "voltage": ("voltage", "volts", "电压", "多少伏", "伏数"),
     "dishwasher safe": ("dishwasher", "洗碗机"),
     "brand": ("brand", "who makes", "品牌"),
     "price": ("price", "how much is", "cost", "价格", "多少钱"),  # "how much does it weigh/hold" asks no price
@@ -52,7 +57,7 @@ FIELD_WORDS = {
     "height": ("height", "how tall", "how high", "多高", "高度"),
     "width": ("width", "how wide", "多宽", "宽度"),
     "length": ("length", "长度", "多长"),
-    "arm reach": ("reach", "how far", "多远", "伸多远", "臂长"),
+    "arm reach": ("reach", "how far", "arm length", "多远", "伸多远", "臂长"),
     "water resistance": ("waterproof", "water resistant", "water-resistant", "water resistance", "防水"),
     "heat resistance": ("heat resistant", "heat resistance", "how hot", "耐热", "耐多少度", "耐高温"),
     "weight per m²": ("gsm", "weight per m²", "克重"),
@@ -67,7 +72,7 @@ FIELD_WORDS = {
     "age": ("how old", "what age", "几岁", "年龄"),
     "dimmable": ("dimmable", "dimmer", "调光", "调亮度"),
     "sockets": ("plug types", "plug type", "plugs", "插头类型"),
-    "volume limit": ("how loud", "loud", "max volume", "音量", "分贝"),
+    "volume limit": ("how loud", "loud", "max volume", "decibels", "音量", "分贝"),
     "impedance": ("impedance", "ohm", "ohms", "阻抗"),
     "usb ports": ("usb ports", "ports", "port", "接口"),
     "firmness": ("firmness", "firm", "soft or firm", "how soft", "软硬", "硬度"),
@@ -81,11 +86,19 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _SUFFIX = r"(?:s|es|d|ed|ing)?"  # "holds", "washing"; and "able"/"ible" after a longer word: "microwaveable"
 
 # Units as shoppers spell them (not single letters: "m" is a size) and as records write them, one key each
-_UNIT_WORDS = {"mah": r"mah|milliamp(?:s|-hours?)?|毫安", "ohm": r"ohms?|欧姆?", "w": r"watts?|瓦",
-               "v": r"volts?|伏", "ml": r"ml|millilit(?:re|er)s?|毫升", "l": r"lit(?:re|er)s?|升",
-               "kg": r"kg|kilos?|kilograms?|公斤|千克", "g": r"grams?|克", "cm": r"cm|centimet(?:re|er)s?|厘米",
-               "m": r"met(?:re|er)s?|米", "hours": r"hours?|hrs?|小时", "minutes": r"minutes?|mins?|分钟",
-               "db": r"db|decibels?|分贝"}
+_UNIT_WORDS = {"mah": r"mah|milliamp(?:s|-hours?)?", "ohm": r"ohms?", "w": r"watts?", "v": r"volts?",
+               "ml": r"ml|millilit(?:re|er)s?", "l": r"lit(?:re|er)s?", "kg": r"kg|kilos?|kilograms?", "g": r"grams?",
+               "cm": r"cm|centimet(?:re|er)s?", "m": r"met(?:re|er)s?", "hours": r"hours?|hrs?",
+               "minutes": r"minutes?|mins?", "db": r"db|decibels?"}
+# Chinese units count only after 多少/几 ("多少瓦", "几个小时"): alone they are parts of other words (米色, 夹克, 欧标)
+_UNIT_WORDS_ZH = {"mah": "毫安", "ohm": "欧姆?", "w": "瓦", "v": "伏", "ml": "毫升", "l": "升", "kg": "公斤|千克",
+                  "g": "克", "cm": "厘米", "m": "米", "hours": "小时", "minutes": "分钟", "db": "分贝"}
+# Units of one measure: a value in any of them answers a question asked in another ("how many ml" of "1.7 L")
+_MEASURES = ({"mah"}, {"ohm"}, {"w"}, {"v"}, {"ml", "l"}, {"kg", "g"}, {"cm", "m"}, {"hours", "minutes"}, {"db"})
+# The field a unit asks for, named in a "not stated" answer when the value found is of another measure
+UNIT_FIELDS = {"mah": "capacity", "ohm": "impedance", "w": "power", "v": "voltage", "ml": "capacity", "l": "capacity",
+               "kg": "weight", "g": "weight", "cm": "dimensions", "m": "length", "hours": "duration",
+               "minutes": "duration", "db": "volume limit"}
 _VALUE_UNITS = {"mah": r"mah", "ohm": r"ohms?|Ω", "w": r"w", "v": r"v", "ml": r"ml", "l": r"l", "kg": r"kg",
                 "g": r"g", "cm": r"cm", "m": r"m", "hours": r"hours?|h", "minutes": r"minutes?|min",
                 "db": r"db"}
@@ -119,10 +132,53 @@ def asked_field(message: str, field_names: Iterable[str], product: CatalogProduc
     by_name = [m for m in matches if m[1] == m[0].replace("-", " ") and m[0] in own]
     if by_name:
         return _longest(by_name)
-    best = _longest(matches, lambda field: bool(product.field_value(field)))
-    if best and product.field_value(best):
-        return best
-    return _unit_field(text, product) or _by_a_word_of_its_name(text, title, product, matches) or best
+    if matches:  # rules 2 and 3: a field named, stated or not; never a stated one in place of one the record lacks
+        return _longest(_heads(matches, text), lambda field: bool(product.field_value(field)))
+    found = _unit_field(text, product) or _by_a_word_of_its_name(text, title, product)
+    if found or any(fits_units(message, str(v)) for v in product.attributes.values()):
+        return found  # several values in the unit: the ranking picks among them ("how many cm wide")
+    # a unit no stated value has still names a field: "how many mAh is the cable?" is "not stated", not ranked
+    return unit_field(message)
+
+
+def _heads(matches: list[tuple[str, str, list[int]]], text: str) -> list[tuple[str, str, list[int]]]:
+    """``matches`` less the field words that only modify the next one ("battery" in "battery weight", "电池" in
+    "电池容量"); a Chinese question word after a field word ("功率多大") asks about that field, so it is no head."""
+    def modifies(phrase: str, starts: list[int]) -> bool:
+        ends = {i + len(phrase) for i in starts}
+        nouns = [(other, at) for _, other, at in matches
+                 if other != phrase and not other.startswith(("多", "几", "是", "能", "什么"))
+                 and bool(_CJK.search(other)) == bool(_CJK.search(phrase))]
+        return any(j == e or (j == e + 1 and text[e] == " ") for e in ends for _, at in nouns for j in at)
+    heads = [m for m in matches if not modifies(m[1], m[2])]
+    return heads or matches
+
+
+def asked_units(message: str) -> set[str]:
+    """The units ``message`` asks in ("how many watts", "多少毫安"); not one right after a number, which is a measure
+    given ("the 2.2 litre kettle")."""
+    text = " " + " ".join(message.lower().split()).replace("-", " ") + " "
+    asked = {unit for unit, words in _UNIT_WORDS.items()
+             for m in re.finditer(r"(?<![a-z])(?:" + words + r")(?![a-z])", text)
+             if not re.search(r"\d\s*$", text[:m.start()])}
+    return asked | {unit for unit, words in _UNIT_WORDS_ZH.items()
+                    if re.search(r"(?:多少|几)个?(?:" + words + ")", text)}
+
+
+def fits_units(message: str, value: str) -> bool:
+    """Whether ``value`` can answer ``message``'s unit: True when it asks in none, else when the value has a number in
+    a unit of the same measure ("how many ml" and "1.7 L"; not "how many mAh" and "20 hours")."""
+    asked = asked_units(message)
+    if not asked:
+        return True
+    measure = {u for group in _MEASURES if group & asked for u in group}
+    low = str(value).lower()
+    return any(re.search(r"\d\s*(?:" + _VALUE_UNITS[u] + r")(?![a-z])", low) for u in measure)
+
+
+def unit_field(message: str) -> str:
+    """The field a unit asked names ("how many watts": power), for a "not stated" answer; "" when none is asked."""
+    return next((UNIT_FIELDS[u] for u in sorted(asked_units(message))), "")
 
 
 def _find(phrase: str, text: str) -> list[int]:
@@ -152,9 +208,7 @@ def _longest(matches: list[tuple[str, str, list[int]]], stated: Callable[[str], 
 def _unit_field(text: str, product: CatalogProduct) -> str:
     """The one stated field whose value's unit the message asks in ("how many mAh" -> capacity "10000 mAh"); a unit
     right after a number is a name or a constraint ("the 2.2 litre kettle"), not the unit asked."""
-    asked = {unit for unit, words in _UNIT_WORDS.items()
-             for m in re.finditer(r"(?<![a-z])(?:" + words + r")(?![a-z])", text)
-             if not re.search(r"\d\s*$", text[:m.start()])}
+    asked = asked_units(text)
     if not asked:
         return ""
     fields = [n for n in product.attributes if any(
@@ -162,10 +216,9 @@ def _unit_field(text: str, product: CatalogProduct) -> str:
     return fields[0] if len(fields) == 1 else ""
 
 
-def _by_a_word_of_its_name(text: str, title: str, product: CatalogProduct,
-                           matches: list[tuple[str, str, list[int]]]) -> str:
-    """The product's own field by a word of its name the message uses outside the product's name: when no field
-    word matched, any such word; when only fields the record lacks matched, the word right before one ("arm length")."""
+def _by_a_word_of_its_name(text: str, title: str, product: CatalogProduct) -> str:
+    """The product's own field by a word of its name the message uses outside the product's name (only when no field
+    word matched: a field named that the record lacks is "not stated")."""
     words = set(re.findall(r"[a-z]+", text))
     found = []
     for field in product.attributes:
@@ -174,12 +227,7 @@ def _by_a_word_of_its_name(text: str, title: str, product: CatalogProduct,
         parts = [w for w in re.findall(r"[a-z]+", field.lower()) if w not in _GENERIC and len(w) > 2]
         for part in parts:
             forms = {part, part + "s", part.rstrip("s")}
-            used = [f for f in forms if f in words and len(_find(f, text)) > len(_find(f, title))]
-            if not used:
-                continue
-            before_asked = any(re.search(r"(?<![a-z])" + re.escape(f) + r" " + re.escape(phrase) + r"(?![a-z])", text)
-                               for f in used for _, phrase, _ in matches)
-            if not matches or before_asked:
+            if any(f in words and len(_find(f, text)) > len(_find(f, title)) for f in forms):
                 found.append(field)
     return found[0] if len(set(found)) == 1 else ""
 

@@ -27,7 +27,7 @@ from catalog.answers import Card, Cell, Comparison, Fact, FactAnswer, Row, Searc
 from catalog.attributes import content_words
 from catalog.constraints import COMPARISON, MATERIAL_ZH, Facets, Filters, parse
 from catalog.field_ranking import EmbedCache, RankedField, kind_fields, rank_field, without_name
-from catalog.field_words import FIELD_WORDS, FIELD_ZH, asked_field, zh_field_words
+from catalog.field_words import FIELD_WORDS, FIELD_ZH, asked_field, fits_units, unit_field, zh_field_words
 from catalog.naming import TitleIndex, base_title, named_products
 from catalog.store import Catalog, CatalogProduct
 from core.text import language_of
@@ -278,11 +278,15 @@ class ProductSearch:
     def _fact(self, message: str, product: CatalogProduct, asked: str, language: str) -> Fact:
         title = product.title_zh if language == "zh" and product.title_zh else product.title
         if asked:
-            return _fact(product, title, asked, product.field_value(asked), 1.0, language)
-        ranked = self.ranked_field(message, product)
-        if ranked is None or not ranked.confident:
-            return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
-        return _fact(product, title, ranked.name, ranked.value, ranked.score, language)
+            name, value, score = asked, product.field_value(asked), 1.0
+        else:
+            ranked = self.ranked_field(message, product)
+            if ranked is None or not ranked.confident:
+                return _fact(product, title, "", "", ranked.score if ranked else 0.0, language)
+            name, value, score = ranked.name, ranked.value, ranked.score
+        if value and not fits_units(message, value):  # "how many mAh" is not answered by "20 hours": not stated
+            name, value = unit_field(message) or name, ""
+        return _fact(product, title, name, value, score, language)
 
     def ranked_field(self, message: str, product: CatalogProduct) -> RankedField | None:
         """The field of ``product``'s kind the attribute ranking picks for ``message`` (:mod:`catalog.field_ranking`),
@@ -332,6 +336,25 @@ class ProductSearch:
                              text=text)
 
     # ---- comparison ---------------------------------------------------------------------
+    def named_order(self, message: str, products: list[CatalogProduct]) -> list[CatalogProduct]:
+        """``products`` in the order ``message`` names them (where the first word of its title that none of the others
+        has stands; Chinese: a character pair), the rest after them in their given order: a comparison's columns
+        follow the customer's wording, the same in every process."""
+        zh = bool(re.search(r"[\u4e00-\u9fff]", message))
+        language = "zh" if zh else "en"
+        text = " ".join(message.lower().split())
+        own = {p.id: self.titles.own[language].get(p.id, frozenset()) for p in products}
+
+        def first(p: CatalogProduct) -> int:
+            others = set().union(*(own[q.id] for q in products if q.group != p.group))
+            words = sorted(own[p.id] - others) or sorted(own[p.id])
+            found = [m.start() for w in words for m in re.finditer(
+                re.escape(w) if zh else r"(?<![a-z0-9])" + re.escape(w), text)]
+            return min(found, default=len(text) + 1)
+
+        at = {p.id: first(p) for p in products}
+        return [p for _, p in sorted(enumerate(products), key=lambda item: (at[item[1].id], item[0]))]
+
     def compare(self, message: str = "", product_ids: list[str] | None = None) -> Comparison:
         filters = self.parse(message) if message else None
         if product_ids:
@@ -340,7 +363,7 @@ class ProductSearch:
             products = [self.catalog.products[c.id] for c in self.search(message, k=filters.count or 2).products]
         else:
             assert filters is not None
-            products = self.targets(message, filters, best_only=False, by_material=True)
+            products = self.named_order(message, self.targets(message, filters, best_only=False, by_material=True))
             if len(products) < 2:
                 products = [self.catalog.products[c.id] for c in self.search(message, k=2).products]
         products = products[:4]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from catalog.field_words import asked_field
+from catalog.field_words import asked_field, fits_units, unit_field
 from catalog.store import CatalogProduct
 
 NAMES = ["arm reach", "bulb", "cable", "capacity", "cups", "dimensions", "fabric weight", "impedance", "keep warm",
@@ -75,3 +75,32 @@ def test_a_suffix_still_names_the_field():
     assert asked_field("is the stone mug microwaveable?", [*NAMES, "microwave safe"], mug, "Stone Mug") == \
         "microwave safe"
     assert asked("is the pocket power bank portable?", BANK) == ""  # "port" is no word of "portable"
+
+
+CLIP = product("Clip Lamp", {"battery life": "20 hours", "bulb": "E14, max 40 W"}, "夹灯")
+
+
+def test_a_field_named_that_the_record_lacks_is_asked_even_when_a_stated_value_has_its_unit():
+    assert asked("how many watts is the clip lamp?", CLIP) == "power"  # not the bulb's "max 40 W"
+    assert asked("夹灯多少瓦", CLIP) == "power"
+
+
+def test_a_field_word_before_another_modifies_it():
+    assert asked("what's the battery capacity of the clip lamp?", CLIP) == "capacity"
+    assert asked("what's the battery weight of the clip lamp?", CLIP) == "weight"
+    assert asked("夹灯的电池容量是多少", CLIP) == "capacity"
+    assert asked("充电线功率多大", CABLE) == "power"  # a question word after a field word asks about that field
+
+
+def test_a_unit_asked_rules_out_a_value_of_another_measure():
+    assert not fits_units("how many mAh is the clip lamp's battery?", "20 hours")
+    assert fits_units("how many ml does the tall jug kettle hold?", "2 L")
+    assert fits_units("夹灯能用几个小时", "20 hours")
+    assert fits_units("米色的是什么材质", "cotton")  # 米 in 米色 (beige) is no unit asked
+    assert unit_field("how many mAh is the clip lamp's battery?") == "capacity"
+
+
+def test_a_unit_no_stated_value_has_names_its_field_not_stated():
+    assert asked("how many mAh is the charging cable?", CABLE) == "capacity"
+    assert asked("how many decibels is the clip lamp?", CLIP) == "volume limit"
+    assert asked("how many cm long is the charging cable?", CABLE) == ""  # "1 m" has the measure: left to the ranking

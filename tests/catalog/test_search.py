@@ -120,6 +120,13 @@ def test_comparison_of_named_products(shop):
     assert [c.value for c in capacity.cells] == ["2.2 L", "0.8 L", ""]
 
 
+def test_a_comparisons_columns_follow_the_order_the_customer_named_the_products(shop):
+    ids = [[c.id for c in shop.compare(message).products] for message in (
+        "compare the Smart LED Desk Lamp and the Swing-Arm Desk Lamp", "compare the swing-arm lamp and the smart lamp",
+        "家庭电水壶和旅行电水壶比较一下", "旅行电水壶和家庭电水壶比较一下")]
+    assert ids == [["L1", "L3"], ["L3", "L1"], ["K1", "K2"], ["K2", "K1"]]
+
+
 def test_a_variant_question_says_whether_that_colour_and_size_exist_and_are_in_stock(shop):
     in_stock = shop.variant("is the merino wool sweater available in navy in size M?")
     assert (in_stock.offered, [c.id for c in in_stock.variants]) == (True, ["S1"]) and "in stock" in in_stock.text
