@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from catalog.prices import chinese_number, parse_price
-from core.text import language_of
+from core.text import compiled, language_of
 
 # Colour words a shopper may use, English and Chinese; only those the catalog has become filters.
 COLOURS = ("black", "white", "grey", "gray", "silver", "blue", "navy", "red", "green", "olive", "yellow", "orange",
@@ -284,7 +284,7 @@ def _longest(text: str, phrases: Iterable[str], words: bool = True, bound: str =
     for phrase in sorted(phrases, key=len, reverse=True):
         pattern = (rf"(?<![{bound}])" + re.escape(phrase) + ("(?:e?s)?" if plural else "") + rf"(?![{bound}])") \
             if words else re.escape(phrase)
-        for match in re.finditer(pattern, text):
+        for match in compiled(pattern).finditer(text):
             if not any(s < match.end() and match.start() < e for s, e, _ in taken):
                 taken.append((match.start(), match.end(), phrase))
     return sorted(taken)

@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from catalog.store import CatalogProduct
+from core.text import compiled
 
 # Words that ask for a field by name, beyond the field's own name (which always counts). One word may stand for
 # several fields ("gsm"): the product's own field is taken (rule 2 above).
@@ -184,14 +185,14 @@ def unit_field(message: str) -> str:
 def _find(phrase: str, text: str) -> list[int]:
     """Where ``phrase`` starts in ``text``; "*" in a phrase stands for one to three words ("keep * hot")."""
     if _CJK.search(phrase):
-        return [m.start() for m in re.finditer(re.escape(phrase), text)]
+        return [m.start() for m in compiled(re.escape(phrase)).finditer(text)]
     pattern = re.escape(phrase).replace(r"\ \*\ ", r" (?:[a-z']+ ){1,3}")
     suffix = _SUFFIX[:-2] + "|able|ible)?" if len(phrase) >= 6 else _SUFFIX
-    return [m.start() for m in re.finditer(r"(?<![a-z0-9])" + pattern + suffix + r"(?![a-z0-9])", text)]
+    return [m.start() for m in compiled(r"(?<![a-z0-9])" + pattern + suffix + r"(?![a-z0-9])").finditer(text)]
 
 
 def _is_unit(phrase: str) -> bool:
-    return any(re.fullmatch(words, phrase) for words in _UNIT_WORDS.values())
+    return any(compiled(words).fullmatch(phrase) for words in _UNIT_WORDS.values())
 
 
 def _longest(matches: list[tuple[str, str, list[int]]], stated: Callable[[str], bool] = lambda field: False) -> str:

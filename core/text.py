@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -38,3 +39,11 @@ def other_script_share(text: str) -> float:
     if not letters:
         return 0.0
     return sum(not unicodedata.name(c, "").startswith(_OWN_SCRIPTS) for c in letters) / len(letters)
+
+
+@functools.lru_cache(maxsize=65536)  # bounded: a catalog replaced many times brings new phrases
+def compiled(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled once per process. The catalog builds a pattern per phrase it knows (field words, kind
+    names, colours: thousands), past the 512 that ``re`` keeps: without this every message compiled them all again
+    (34 ms of a 35 ms catalog answer in the bench of 2026-12-07, 23:02)."""
+    return re.compile(pattern)
