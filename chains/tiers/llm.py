@@ -294,8 +294,8 @@ class LLMTier(Tier):
         if turn.advice is not None:  # no advice, but the cards (_cards_first) and why there is none
             turn.sources, turn.served = _product_sources(turn), "candidates"
             turn.note("tier", "fallback to the candidates' cards", reason=reason)
-            return turn.finish(SMALL_ROUTE, f"{self._notices(turn).fallback}\n\n{turn.advice.honest_line()}",
-                               f"fallback: {reason}")
+            # Not the fallback notice: it offers "the closest answer from our help center", and none follows
+            return turn.finish(SMALL_ROUTE, turn.advice.honest_line(), f"fallback: {reason}")
         draft = self._draft(turn)
         turn.sources = draft.sources
         turn.note("tier", "fallback to small", reason=reason)

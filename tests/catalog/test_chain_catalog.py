@@ -11,6 +11,7 @@ import pytest
 from catalog.live import LiveCatalog
 from catalog.store import Catalog
 from chains.schema import ChatRequest
+from tandem.processes import free_port
 from tests.api import api_client
 from tests.catalog.shop import rows, write_feed
 from tests.conftest import fresh_db, make_runtime
@@ -134,6 +135,22 @@ def test_a_streamed_api_answer_sends_the_cards_and_filters_with_the_route_before
     assert [f["label"] for f in first["filters"]] == ["throw blanket", "blue", "under $50"]
     assert any("delta" in event for event in events[1:]) and "done" in events[-1]
     assert events[-1]["done"]["products"] == first["products"]
+
+
+def test_advice_when_the_llm_cannot_be_reached_keeps_the_cards_with_the_honest_line_and_no_help_center_notice(
+        shop, settings, encoder, demo_kb):
+    shared, folder = shop  # the same catalog; the LLM tier points at a port nothing listens on (a refused connection)
+    live = LiveCatalog(shared.db, encoder, chroma_path=folder / "chroma")
+    dead = settings.model_copy(update={"llm_url": f"http://127.0.0.1:{free_port()}/v1", "llm_retries": 0})
+    runtime = make_runtime(dead, shared.db, demo_kb, use_llm=True, catalog=live)
+    try:
+        response = ask(runtime, "which throw blanket is best for a cold bedroom?")
+    finally:
+        runtime.close()
+    assert response.fallback and response.served == "candidates" and response.intent == "advice"
+    assert [c["id"] for c in response.products] == ["B1", "B4", "B3"]
+    assert "These are the products in our catalog that fit your question" in response.answer
+    assert "help center" not in response.answer
 
 
 @pytest.mark.parametrize("message", ["are your towels pure cotton and what is your return policy?",
