@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from catalog.constraints import MATERIAL_SYNONYMS, MATERIAL_ZH, MATERIALS
 from catalog.search import ProductSearch, base_title
 from catalog.store import CatalogProduct
+from core.text import han_bigrams
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；;])|\n+")
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"
@@ -198,8 +199,7 @@ def _stem(word: str) -> str:
 def _stems(text: str) -> set[str]:
     """Content words by their first five letters, and Chinese as character bigrams."""
     words = {_stem(w.lower()) for w in re.findall(r"[A-Za-z][A-Za-z'-]+", text) if w.lower() not in _FILLER}
-    bigrams = {run[i:i + 2] for run in re.findall(r"[\u3400-\u9fff]+", text) for i in range(len(run) - 1)}
-    return words | bigrams
+    return words | han_bigrams(text)
 
 
 def _amount(match: re.Match) -> float | None:

@@ -28,6 +28,7 @@ long one that a product of the kind named states. English words also match with 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 
@@ -122,7 +123,7 @@ def asked_field(message: str, field_names: Iterable[str], product: CatalogProduc
         for phrase in dict.fromkeys((field, *FIELD_WORDS.get(field, ()))):
             phrase = phrase.replace("-", " ")
             starts = _find(phrase, text)
-            if _is_unit(phrase):  # "the 2.2 litre kettle": a measure given, not the field asked
+            if starts and _is_unit(phrase):  # "the 2.2 litre kettle": a measure given, not the field asked
                 starts = [i for i in starts if not re.search(r"\d\s*$", text[:i])]
             if starts and len(starts) > len(_find(phrase, title)):
                 matches.append((field, phrase, starts))
@@ -155,15 +156,16 @@ def _heads(matches: list[tuple[str, str, list[int]]], text: str) -> list[tuple[s
     return heads or matches
 
 
-def asked_units(message: str) -> set[str]:
+@functools.lru_cache(maxsize=256)  # one fact question reads it for the field, then for each of the product's values
+def asked_units(message: str) -> frozenset[str]:
     """The units ``message`` asks in ("how many watts", "多少毫安"); not one right after a number, which is a measure
     given ("the 2.2 litre kettle")."""
     text = " " + " ".join(message.lower().split()).replace("-", " ") + " "
     asked = {unit for unit, words in _UNIT_WORDS.items()
              for m in re.finditer(r"(?<![a-z])(?:" + words + r")(?![a-z])", text)
              if not re.search(r"\d\s*$", text[:m.start()])}
-    return asked | {unit for unit, words in _UNIT_WORDS_ZH.items()
-                    if re.search(r"(?:多少|几)个?(?:" + words + ")", text)}
+    return frozenset(asked | {unit for unit, words in _UNIT_WORDS_ZH.items()
+                              if re.search(r"(?:多少|几)个?(?:" + words + ")", text)})
 
 
 def fits_units(message: str, value: str) -> bool:
@@ -191,6 +193,7 @@ def _find(phrase: str, text: str) -> list[int]:
     return [m.start() for m in compiled(r"(?<![a-z0-9])" + pattern + suffix + r"(?![a-z0-9])").finditer(text)]
 
 
+@functools.cache  # the phrases are FIELD_WORDS' and the catalog's field names: a few hundred, asked per message
 def _is_unit(phrase: str) -> bool:
     return any(compiled(words).fullmatch(phrase) for words in _UNIT_WORDS.values())
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from chains.answers import SOURCES_LABEL
 from chains.check import AnswerCheck, _dedupe, _other_language, claims
+from core.text import han_bigrams
 
 if TYPE_CHECKING:  # the one interface the answer check reaches the catalog through
     from catalog.claims import ProductClaims
@@ -359,8 +360,7 @@ def _content_words(text: str) -> set[str]:
     """English words that carry content, and Chinese as character bigrams (a single character says too little:
     "人工智能会取代人类" shares characters with any help-center text, hardly a bigram)."""
     words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'-]+", text)}
-    bigrams = {run[i:i + 2] for run in re.findall(r"[\u3400-\u9fff]+", text) for i in range(len(run) - 1)}
-    return {w for w in words if w not in _FUNCTION_WORDS and len(w) > 2} | bigrams
+    return {w for w in words if w not in _FUNCTION_WORDS and len(w) > 2} | han_bigrams(text)
 
 
 def _stem(word: str) -> str:
