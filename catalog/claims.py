@@ -69,7 +69,7 @@ class ProductClaims:
         self.candidates = list(candidates)
         groups = {p.group for p in self.candidates}
         # Every variant of a candidate: a price or colour of another size of the same product is still its own
-        self.variants = {p.group: [v for v in search.catalog.products.values() if v.group == p.group] or [p]
+        self.variants = {p.group: list(search.titles.groups.get(p.group, [])) or [p]
                          for p in self.candidates}
         self._groups = groups
         # What the customer said themselves (a budget, "a 2 L kettle") may be said back

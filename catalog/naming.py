@@ -32,10 +32,12 @@ class TitleIndex:
         self.figures: dict[str, frozenset[str]] = {}
         self.having_figure: dict[str, list[CatalogProduct]] = {}
         self.kind_groups: dict[str, set[str]] = {}  # product_type leaf -> its item groups
+        self.kind_products: dict[str, list[CatalogProduct]] = {}  # product_type leaf -> its products, in catalog order
         self._group_counts: dict[tuple[str, str], int] = {}
         for p in products:
             self.groups.setdefault(p.group, []).append(p)
             self.kind_groups.setdefault(p.category, set()).add(p.group)
+            self.kind_products.setdefault(p.category, []).append(p)
             self.figures[p.id] = frozenset(_NUMBER.findall(base_title(p)))
             for figure in self.figures[p.id]:
                 self.having_figure.setdefault(figure, []).append(p)
