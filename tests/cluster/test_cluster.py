@@ -18,6 +18,7 @@ from sqlmodel import col, select
 
 from storage.tables import ChatMessage, ConsoleLogin, Feedback, RequestLog
 from tests.cluster.conftest import RATE_LIMIT, TOKEN, chat
+from tests.ratelimit import start_clear_of_a_window_boundary
 
 
 def healthz(url: str) -> dict:
@@ -53,6 +54,7 @@ def test_exact_and_semantic_cache_hits_made_on_one_replica_are_hits_on_the_other
 
 def test_one_rate_limit_holds_across_replicas(cluster):
     urls = [cluster.replica_url(0), cluster.replica_url(1)]
+    start_clear_of_a_window_boundary(needed_s=30)
     statuses = [chat(urls[i % 2], f"what are your opening hours? ({i})", "rl-user", f"rl-session-{i}").status_code
                 for i in range(RATE_LIMIT + 2)]
     assert statuses.count(429) == 2 and statuses[:RATE_LIMIT].count(200) == RATE_LIMIT, statuses

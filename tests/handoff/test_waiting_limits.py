@@ -8,11 +8,13 @@ from sqlmodel import select
 from storage.tables import RequestLog
 from tests.api import api_client
 from tests.conftest import fresh_db, make_runtime
+from tests.ratelimit import start_clear_of_a_window_boundary
 
 
 def test_messages_while_waiting_count_against_the_rate_limit_and_are_all_logged(settings, demo_kb, tmp_path):
     limited = settings.model_copy(update={"rate_limit_per_min": 3})
     db = fresh_db(tmp_path)
+    start_clear_of_a_window_boundary(needed_s=15)
     with api_client(limited, make_runtime(limited, db, demo_kb)) as client:
         asked = client.post("/api/v1/chat", json={"message": "Talk to a human please"})
         assert asked.status_code == 200 and asked.json()["route"] == "handoff", asked.text

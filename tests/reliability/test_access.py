@@ -18,9 +18,11 @@ from chains.ratelimit import LimitKeys, RateLimiter
 from core.exposure import app_exposure_problem, is_loopback
 from tests.api import api_client
 from tests.conftest import make_runtime
+from tests.ratelimit import start_clear_of_a_window_boundary
 
 
 def limiter(**limits: int) -> RateLimiter:
+    start_clear_of_a_window_boundary(needed_s=3)  # the tests below count exactly
     values = {"per_address": 0, "per_key": 0, "per_customer": 0, "total": 0, "llm_tokens": 0, **limits}
     return RateLimiter(**values)  # type: ignore[arg-type]
 

@@ -10,6 +10,7 @@ import json
 import httpx
 import pytest
 
+from tests.ratelimit import start_clear_of_a_window_boundary
 from tests.ui.conftest import ASSETS, request_row
 
 pytestmark = pytest.mark.slow
@@ -160,6 +161,7 @@ def test_wrong_token_and_rate_limit_are_the_sdks_authentication_and_rate_limit_e
 
     guarded = settings.model_copy(update={"api_token": "s3cret", "rate_limit_per_min": 2})
     with serve_api(guarded, make_runtime(guarded, db, demo_kb)) as url:
+        start_clear_of_a_window_boundary(needed_s=15)
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=url + "/v1", api_key="wrong", max_retries=0).chat.completions.create(
                 model="tandem", messages=[{"role": "user", "content": FAQ}])
