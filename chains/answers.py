@@ -37,6 +37,8 @@ HANDOFF_NOTICE = ("I want to make sure you get a correct answer, so I have passe
                   "who will reply here shortly.")
 NO_FIT_NOTICE = ("This is the closest answer in our help center; it may not fully cover your question. "
                  "If it does not help, press \"Talk to a human\".")
+WHICH_ONE_NOTICE = ("Which of these do you mean? Pick one, or reply with its number; if it is none of them, tell me a "
+                    "little more, or press \"Talk to a human\".")
 DEGRADED_NOTICE = "(Answered from our help center while our assistant is under heavy load.)"
 NO_ANSWER_TEMPLATE = ("I'm not sure our help center covers that. I can connect you with a colleague: press "
              "\"Talk to a human\", or write to {support_email}.")
@@ -52,6 +54,7 @@ class Notices:
     no_fit: str
     degraded: str
     no_answer: str
+    which_one: str  # before the numbered titles of the help-center answers that fit a message about equally well
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class Brand:
 DEFAULT_BRAND = Brand(Settings.model_fields["shop_name"].default, Settings.model_fields["support_email"].default)
 
 _NOTICES = {
-    "en": Notices(FALLBACK_NOTICE, UNCONFIRMED_NOTICE, HANDOFF_NOTICE, NO_FIT_NOTICE, DEGRADED_NOTICE, NO_ANSWER_TEMPLATE),
+    "en": Notices(FALLBACK_NOTICE, UNCONFIRMED_NOTICE, HANDOFF_NOTICE, NO_FIT_NOTICE, DEGRADED_NOTICE, NO_ANSWER_TEMPLATE,
+                  WHICH_ONE_NOTICE),
     "zh": Notices(
         fallback="我们的智能助手现在有点忙，以下是帮助中心里最接近的答案。如果没有帮到您，请点击“Talk to a human”。",
         unconfirmed="我无法确认那个回答的每个细节，以下是帮助中心的说明：",
@@ -75,7 +79,8 @@ _NOTICES = {
         no_fit="这是帮助中心里最接近的答案，可能无法完全解答您的问题。如果没有帮到您，请点击“Talk to a human”。",
         degraded="（当前咨询量较大，此回答来自帮助中心。）",
         no_answer="我不确定帮助中心是否涵盖这个问题。我可以为您转接同事：请点击“Talk to a human”，"
-                  "或发邮件至{support_email}。"),
+                  "或发邮件至{support_email}。",
+        which_one="您想问的是下面哪一个？请点选或回复序号；都不是的话，请再多说一点，或点击“Talk to a human”。"),
 }
 
 

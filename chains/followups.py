@@ -224,8 +224,8 @@ class Suggester:
     def offer(self, turn: Turn) -> None:
         """Set the suggested replies under ``turn``'s answer, noted in its trace (the console's click-through reads
         "offered" and "clicked" steps). None for a cancelled answer or the idle-time worker's own requests."""
-        if turn.cancelled or turn.request.channel == PREPARE_CHANNEL or not turn.route:
-            return
+        if turn.cancelled or turn.request.channel == PREPARE_CHANNEL or not turn.route or turn.suggestions:
+            return  # (suggestions already set: the small tier's choices of a "which one?" question stand)
         try:
             turn.suggestions = self.suggest(turn.route, turn.served, turn.sources, turn.language)
         except Exception as exc:  # a suggestion is a convenience: the answer goes out without it

@@ -32,6 +32,7 @@ from chains.rules import RuleBook
 from chains.schema import CATALOG_ROUTE, LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE, ChatRequest, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
+from chains.tiers.small import SmallTier, clarify_margin
 from chains.turn import Turn, timed
 from core.policy import Thresholds
 from core.text import language_of
@@ -59,7 +60,8 @@ class RouterChain:
                  run_tools: bool = True, hold_until_checked: bool = False,
                  llm_budget: Callable[[str, int], bool] | None = None, default_max_tokens: int = 96,
                  brand: answers.Brand = answers.DEFAULT_BRAND, remember_replaced: bool = False,
-                 stop_when_broken: bool = True, catalog: Any = None, forecast: FailureForecast | None = None):
+                 stop_when_broken: bool = True, catalog: Any = None, forecast: FailureForecast | None = None,
+                 clarify_margins: dict[str, float] | None = None):
         """``hold_until_checked``: an LLM answer is shown only once all of it has passed its checks (else it streams
         as written, and a failed one is replaced after the customer saw part of it). ``llm_budget(client, tokens)``
         takes a turn's tokens from its caller's budget (chains.ratelimit); False sends the turn to the small tier.
@@ -68,7 +70,9 @@ class RouterChain:
         ``stop_when_broken``: stop generating an answer once its finished sentences hold a defect that no later
         text removes (chains.settled.settled_defect). ``catalog``: the product catalog (catalog.live.LiveCatalog) the
         catalog step answers product messages from; None (or a catalog with no products): no catalog step.
-        ``forecast``: offers a person at once when the LLM's answer is predicted to fail (chains/forecast.py)."""
+        ``forecast``: offers a person at once when the LLM's answer is predicted to fail (chains/forecast.py).
+        ``clarify_margins``: by language, the small tier asks which answer is meant when the best two are closer
+        (absent or 0: never)."""
         self.brand, self.remember_replaced, self.forecast = brand, remember_replaced, forecast
         self.kb, self.router, self.cache, self.rules, self.llm, self.db = kb, router, cache, rules, llm, db
         # Through the KB, not bound once: a KB follows a newly tuned encoder, and picks the encoder of the
@@ -88,7 +92,8 @@ class RouterChain:
         # ~0.1 ms of callback and signature bookkeeping, and the five it skips were a quarter of a cache hit.
         # The registered tiers (chains/tiers), each behind one runnable; the threshold stage's plan names one.
         parts = TierParts(llm=llm, hold_until_checked=hold_until_checked, stop_when_broken=stop_when_broken,
-                          router=router, kb=kb, brand=brand, db=db if run_tools else None, catalog=catalog)
+                          router=router, kb=kb, brand=brand, db=db if run_tools else None, catalog=catalog,
+                          clarify_margins=clarify_margins or {})
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
         self.tier_runnables: dict[str, Runnable] = {
@@ -143,7 +148,19 @@ class RouterChain:
         if request.attachment_errors:
             turn.reasons.append("guard: some attachments were unreadable")
         turn.note("guard", "passed", chars=len(result.text))
+        self._typed_choice(turn)
         return turn
+
+    def _typed_choice(self, turn: Turn) -> None:
+        """A choice's number typed back after the small tier asked "which one?" is that choice's click: answered
+        from it, never from the catalog or the cache (chains/tiers/small.py)."""
+        small = self.tiers.get(SMALL_ROUTE)
+        if turn.request.suggestion or not turn.history or not isinstance(small, SmallTier):
+            return
+        picked = small.number_picked(turn)
+        if picked:
+            turn.request = turn.request.model_copy(update={"suggestion": picked})
+            turn.note("suggest", "number typed", choice=picked)
 
     def _cache(self, turn: Turn) -> Turn:
         if turn.done:
@@ -289,6 +306,10 @@ class RouterChain:
             decision = f"{turn.plan} (rule)"
         elif p_llm >= tau:
             turn.plan, decision = "llm", f"llm: p_llm {p_llm:.3f} >= tau {tau}"
+        elif quality < rewrite_below and self._asks_which(turn):
+            turn.plan = SMALL_ROUTE  # a rewrite would reword a draft that may answer the other question
+            decision = (f"small: p_llm {p_llm:.3f} < tau {tau}, draft quality {quality:.3f} < {rewrite_below}, but "
+                        f"the best two answers are {turn.scores['kb_margin']:.3f} apart: ask which one is meant")
         elif quality < rewrite_below:
             turn.plan = "rewrite"
             decision = f"rewrite: p_llm {p_llm:.3f} < tau {tau}, but draft quality {quality:.3f} < {rewrite_below}"
@@ -396,9 +417,21 @@ class RouterChain:
             return False  # the idle-time worker stores LLM text that passed its checks, nothing else
         return (self.cache is not None and cacheable(turn.route) and not turn.degraded and turn.advice is None
                 and not turn.fallback and not turn.cache_hit and not turn.cancelled and turn.vector is not None
+                and not self._close_call(turn)
                 # an answer the check had to change is not repeated to the next customer: it is generated anew
                 and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.names_answer
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
+
+    def _asks_which(self, turn: Turn) -> bool:
+        small = self.tiers.get(SMALL_ROUTE)
+        return isinstance(small, SmallTier) and bool(small.choices(turn))
+
+    def _close_call(self, turn: Turn) -> bool:
+        """A small-tier turn whose best two answers were close enough to ask which one is meant: what it served (the
+        question, or the best draft when the question was just asked) depends on the conversation, so it is not
+        repeated to the next customer."""
+        margin = clarify_margin(self.tiers[SMALL_ROUTE].parts, turn.language)
+        return turn.route == SMALL_ROUTE and margin > 0 and turn.scores.get("kb_margin", 1.0) < margin
 
     def _forget_replacement(self, turn: Turn) -> None:
         assert self.cache is not None

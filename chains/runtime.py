@@ -166,7 +166,7 @@ def build_runtime(settings: Settings | None = None, *, db: Database | None = Non
                         brand=Brand(settings.shop_name, settings.support_email),
                         remember_replaced=settings.cache_replaced_answers,
                         stop_when_broken=settings.llm_stop_when_broken, catalog=catalog,
-                        forecast=failure_forecast(settings, db))
+                        forecast=failure_forecast(settings, db), clarify_margins=settings.clarify_margins)
     followups = Suggester(db, lambda: {e["answer_id"]: (e["title"], e.get("category", "")) for e in kb.entries()},
                           refit_s=settings.followups_refit_s, exclude_channels=(PREPARE_CHANNEL,)) \
         if settings.followups else None

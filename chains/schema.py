@@ -160,7 +160,8 @@ class AnswerBadge(BaseModel):
     # What the customer reads, when the route alone does not say it: an LLM-route turn may serve a verified rewrite,
     # the draft (its rewrite rejected), the draft with a caveat or an offer of a person (its answer failed the checks).
     served: str = Field("", description="draft | rewrite | llm | draft_with_caveat | human_offer | handoff | cache | "
-                        "tool | catalog | candidates: what this answer is, e.g. route `llm` with `human_offer` when "
+                        "tool | catalog | candidates | clarify (the small tier asks which help-center answer is "
+                        "meant): what this answer is, e.g. route `llm` with `human_offer` when "
                         "the assistant's answer failed its checks and a person is offered instead")
     # The conversation is waiting for or held by a person (chains/conversation.py Conversations.view); None while the
     # bot has it. ``triggered``: this message handed it over.
@@ -221,20 +222,21 @@ CUSTOMER_REASONS = {
 }
 
 
-# An LLM-route answer that is not the assistant's own text says what it is instead.
+# An LLM-route answer that is not the assistant's own text says what it is instead (and the small tier's question).
 SERVED_REASONS = {
     "rewrite": "our help center's answer, reworded by our assistant and checked against it",
     "draft": "answered from our help center",
     "draft_with_caveat": "our assistant's answer did not pass our checks: the closest help-center answer instead",
     "human_offer": "our assistant could not answer this reliably: a colleague can take over",
     "candidates": "our assistant's advice did not pass our checks: the matching products from our catalog",
+    "clarify": "several help-center answers fit your message about equally well: pick the one you mean",
 }
 
 
 def customer_reason(response: ChatResponse) -> str:
     """One line, the same for every customer who gets this route; never a score or another customer's words."""
     reason = CUSTOMER_REASONS.get(response.route, "")
-    if response.route == "llm" and response.served in SERVED_REASONS:
+    if (response.route == "llm" or response.served == "clarify") and response.served in SERVED_REASONS:
         reason = SERVED_REASONS[response.served]
     elif response.route == "llm" and response.sources:
         reason = "written by our assistant from our help center"

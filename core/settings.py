@@ -126,6 +126,13 @@ class Settings(BaseSettings):
     rewrite_threshold: float | None = Field(None, description="Draft quality below this is rewritten by the LLM (the "
                                             "evidence router's calibrated chance that the top answer is right). "
                                             "Empty: the value `tandem router train` chose, read from the router artifact.")
+    clarify_margin: float = Field(0.05, ge=0, le=1, description="When the two help-center answers that fit a "
+                                  "message best score less than this apart, the small tier asks which one is meant "
+                                  "(numbered titles, as suggested replies) instead of serving the top one (0: never; "
+                                  "fitted on development messages, docs/answers.md).")
+    clarify_margin_zh: float = Field(0.01, ge=0, le=1, description="The same for Chinese messages, whose vector space "
+                                     "(multilingual e5) spreads scores less (fitted on the Chinese train and valid "
+                                     "splits).")
     followups: bool = Field(True, description="Offer suggested replies under an answer: the help-center answers "
                             "customers most often ask next, learned from the request log's sessions (docs/caches.md, "
                             "Predicted follow-ups); a click is answered from the help center at once.")
@@ -290,6 +297,11 @@ class Settings(BaseSettings):
         return urlparse(self.llm_url).port or 80
 
     @property
+    def clarify_margins(self) -> dict[str, float]:
+        """The small tier's "which one?" margin by message language ("en" also stands for any other language)."""
+        return {"en": self.clarify_margin, "zh": self.clarify_margin_zh}
+
+    @property
     def vip_user_set(self) -> frozenset[str]:
         return frozenset(u.strip() for u in self.vip_users.split(",") if u.strip())
 
@@ -347,6 +359,7 @@ SETTING_GROUPS: dict[str, tuple[str, ...]] = {
             "llm_price_per_1k_tokens", "breaker_failures", "breaker_window_s", "breaker_cooldown_s",
             "llm_vip_priority"),
     "router": ("router", "route_threshold", "rewrite_threshold", "overload_enter", "overload_exit", "rules_path",
+               "clarify_margin", "clarify_margin_zh",
                "encoder", "encoder_backend", "zh_encoder", "torch_threads", "kb_starter_examples"),
     "cache": ("response_cache", "cache_similarity", "cache_ttl_s", "cache_replaced_answers", "followups",
               "followups_refit_s", "prepare_tokens_per_hour", "prepare_every_s"),

@@ -170,6 +170,7 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    in_scope=message.in_scope, plan=final.plan, route=final.route,
                    served=final.served or final.route, answer=final.answer, draft=draft,
                    top_answer_id=top, finish_reason=final.finish_reason,
+                   choices=[c["answer_id"] for c in final.suggestions] if final.served == "clarify" else [],
                    sources=sources_of(final.hits, draft, final.text, final.history),
                    context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else [])
                    + written_stand_ins((f.get("kind", ""), f.get("action", "")) for f in final.findings),

@@ -60,6 +60,7 @@ class Outcome:
     rejected_text: str = ""       # LLM text the chain did not serve (a rejected rewrite, a replaced answer)
     relevance: float | None = None  # the LLM answer's similarity to the message (chains.answer_fit.off_topic)
     taken_back: bool = False      # LLM text the customer saw, then replaced (TANDEM_LLM_HOLD_UNTIL_CHECKED)
+    choices: list[str] = field(default_factory=list)  # served "clarify": the answer ids the customer was offered
 
 
 def rejection(findings: Iterable[dict[str, Any]]) -> str | None:
@@ -92,7 +93,7 @@ def score(o: Outcome, reference: str | None) -> dict[str, Any]:
         "findings": o.findings, "rejected": rejection(o.findings), "rejected_text": o.rejected_text,
         "recall": None, "missing": [], "defects": [],
         "worse_than_draft": None, "relevance": o.relevance, "first_text_ms": o.first_text_ms, "total_ms": o.total_ms,
-        "taken_back": o.taken_back, "error": o.error}
+        "taken_back": o.taken_back, "error": o.error, **({"choices": o.choices} if o.choices else {})}
     if o.served not in LLM_TEXT:
         return record
     found = [{"kind": d.kind, "detail": d.detail} for d in defects(
@@ -158,6 +159,11 @@ def set_report(records: list[dict[str, Any]]) -> dict[str, Any]:
             "out_of_scope_served_a_draft": share(sum(r["served"] in DRAFTS for r in out_of_scope), len(out_of_scope)),
             # an LLM answer's first text (a rewrite shows its draft at once, so its first text says nothing)
             "llm_first_text_p50_ms": _p50(r["first_text_ms"] for r in records if r["plan"] == "llm"),
+            # the small tier asked which help-center answer is meant (chains/tiers/small.py), and how often the right
+            # one was among the choices it offered (in-scope messages)
+            "asked_which": share(len(asked := [r for r in records if r["served"] == "clarify"]), len(records)),
+            "right_among_choices": share(sum(r["expected"] in r.get("choices", ()) for r in asked if r["in_scope"]),
+                                         sum(1 for r in asked if r["in_scope"])),
             "by_served": by("served"), "by_plan": by("plan")}
 
 
@@ -260,8 +266,9 @@ def markdown(report: dict[str, Any]) -> str:
 def not_answering(records: Iterable[dict[str, Any]], labels: dict[tuple[str, str], str]) -> dict[str, Any]:
     """Served answers that do not answer the question, by a person's labels (knowledge/eval/answers_the_question.csv,
     keyed by query id and answer text): those labelled "no" among all served answers and among served LLM text (what
-    the answer check governs), and how many served answers carry no label (their text changed since labelling)."""
-    served = [r for r in records if r["served"] not in ("human_offer", "handoff") and r["answer"].strip()]
+    the answer check governs), and how many served answers carry no label (their text changed since labelling). The
+    offer of a person and the question "which one?" are no answers: they are counted apart (set_report)."""
+    served = [r for r in records if r["served"] not in ("human_offer", "handoff", "clarify") and r["answer"].strip()]
     label = [labels.get((r["query_id"], r["answer"])) for r in served]
     llm = [lab for r, lab in zip(served, label, strict=True) if r["served"] in LLM_TEXT]
     return {"served": share(label.count("no"), len(served) - label.count(None)),

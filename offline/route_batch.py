@@ -47,7 +47,7 @@ def batch_chain(kb: KnowledgeBase, router_name: str | None = None, texts: list[s
                        else kb.encoder_for(text).encode_query(text), cache=None, rules=RuleBook(settings.rules_path), llm=llm,
                        db=None, run_tools=False,
                        hold_until_checked=settings.llm_hold_until_checked,
-                       stop_when_broken=settings.llm_stop_when_broken)
+                       stop_when_broken=settings.llm_stop_when_broken, clarify_margins=settings.clarify_margins)
 
 
 def route_record(chain: RouterChain, text: str, thresholds: Thresholds, query_id: str = "") -> dict:

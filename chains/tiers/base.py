@@ -9,8 +9,8 @@ Adding a tier is one file: a subclass with ``@register``, imported by ``chains/t
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from chains.answers import DEFAULT_BRAND, Brand
@@ -40,6 +40,8 @@ class TierParts:
     brand: Brand = DEFAULT_BRAND                    # who the answers speak for (TANDEM_SHOP_NAME, ...)
     db: Any = None                                  # storage.db.Database the tools read (None: tools are not run)
     catalog: Any = None                             # catalog.live.LiveCatalog (None: no catalog step)
+    # by language: the best two help-center answers closer than this, ask which is meant (absent or 0: never)
+    clarify_margins: Mapping[str, float] = field(default_factory=dict)
 
 
 class Tier(ABC):

@@ -55,7 +55,10 @@ def test_only_emoji_or_punctuation_gets_a_clear_request_for_words_in_both_langua
 
 def test_a_mixed_chinese_english_message_is_chinese_and_finds_its_answer(runtime):
     response = ask(runtime, "我的 order 还没到，怎么查物流")
-    assert response.sources[0].answer_id == "zh_track_order" and language_of(response.answer) == "zh"
+    # "not arrived yet" and "track the parcel" fit two answers about equally well: the small tier may ask which
+    found = ([s.answer_id for s in response.suggestions] if response.served == "clarify"
+             else [s.answer_id for s in response.sources][:1])
+    assert "zh_track_order" in found and language_of(response.answer) == "zh", response.reasons
 
 
 def test_a_chinese_message_sent_to_the_llm_is_answered_in_chinese(settings, bilingual_kb, tmp_path, llm_server):
