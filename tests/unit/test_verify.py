@@ -308,15 +308,17 @@ def test_a_named_price_or_size_must_be_spoken_to_or_refused():
 
 def test_served_answers_that_do_not_answer_are_counted_by_the_labels():
     """make eval's figure over the labelled demo answers: the served LLM text labelled "no" is counted (the hospital
-    sweater, not the cancel steps), an answer whose text changed since labelling is unlabelled, and the offer of a
-    person is no answer to label."""
+    sweater in both runs' words, not the cancel steps nor the chat offered to a bored customer), an answer whose
+    text changed since labelling is unlabelled, and the offer of a person and the question "which one?" are no
+    answers to label."""
     from offline.answer_eval import ANSWER_LABELS, answer_labels
     from offline.answer_report import not_answering
 
     labelled = list(csv.DictReader(ANSWER_LABELS.open(encoding="utf-8")))
     records = [{"query_id": r["query_id"], "served": r["served"], "answer": r["answer"]} for r in labelled]
     offer = {"query_id": "demo-0250", "served": "human_offer", "answer": "A colleague can take over."}
-    figure = not_answering([*records, offer], answer_labels())
-    assert figure["llm_text"] == {"rate": 0.5, "count": 1, "of": 2}
-    assert figure["served"] == {"rate": round(24 / 113, 4), "count": 24, "of": 113} and figure["unlabelled"] == 0
+    asked = {"query_id": "demo-0012", "served": "clarify", "answer": "Which of these do you mean?"}
+    figure = not_answering([*records, offer, asked], answer_labels())
+    assert figure["llm_text"] == {"rate": 0.5, "count": 2, "of": 4}
+    assert figure["served"] == {"rate": round(25 / 115, 4), "count": 25, "of": 115} and figure["unlabelled"] == 0
     assert not_answering([dict(records[0], answer="something else")], answer_labels())["unlabelled"] == 1
