@@ -15,6 +15,7 @@ SMALL = ["How do I reset my password?", "how long does standard shipping take", 
          "how long is the warranty", "can I change my order", "which carriers do you use", "how do gift cards work",
          "退货政策是什么", "how do I unsubscribe from the newsletter"]
 # Damaged or missing? The router keeps it on the small tier, but trusts the draft too little: the LLM rewrites it.
+# A weak draft of two close answers: the question "which one?" at the default margin, an LLM rewrite with it off
 REWRITE = ["the box came open and something is missing"]
 LLM = ["Can you recommend a gift for my dad who likes hiking, around 80 dollars?",
        "Write a short poem about a parcel that got lost", "What is the best blender for smoothies in your shop?"]
