@@ -1,7 +1,8 @@
 """Suggested replies (predicted follow-ups) through every front end of a real `tandem serve` (its own data directory,
 the demo KB, MiniLM; an LLM tier at a closed port, as no answer here needs one): after enough conversations in its
 log, the HTTP API and /v1 return the suggestions, the Gradio chat shows them as buttons, and a button is answered
-from its KB answer and logged as a click."""
+from its KB answer and logged as a click. The small tier's question "which one?" travels the same way: buttons in
+the Gradio chat, and over /v1 a choice's number typed back is answered from that choice."""
 
 from __future__ import annotations
 
@@ -76,3 +77,36 @@ def test_gradio_chat_shows_suggestions_as_buttons_and_a_button_answers_from_the_
     history, _box, details = gradio.predict(buttons[0]["value"], history, api_name="/choose")
     assert details["route"] == "small" and [s["answer_id"] for s in details["sources"]] == ["change_order"]
     assert history[-2]["role"] == "user" and "Can I change my order?" in str(history[-2]["content"])
+
+
+# The small tier's question "which one?" (chains/tiers/small.py) travels as suggestions too: its two best answers on
+# the demo KB are 0.04 apart (how long shipping takes, how to cancel an order).
+AMBIGUOUS = "undo purchase before dispatch"
+
+
+def test_the_question_which_one_is_buttons_in_the_gradio_chat_and_a_button_answers_it(app):
+    from gradio_client import Client
+
+    gradio = Client(app.url + "/", verbose=False, httpx_kwargs=GRADIO_CLIENT_HTTPX)
+    history, _box, details = gradio.predict({"text": AMBIGUOUS, "files": []}, api_name="/chat")
+    assert details["served"] == "clarify" and details["sources"] == [], details
+    values = [button["value"] for button in history[-1]["options"]]
+    assert "suggested:cancel_order" in values and len(values) >= 2, values
+    history, _box, details = gradio.predict("suggested:cancel_order", history, api_name="/choose")
+    assert details["route"] == "small" and [s["answer_id"] for s in details["sources"]] == ["cancel_order"]
+
+
+def test_over_v1_the_choices_number_typed_back_is_answered_from_that_choice(app):
+    import openai
+
+    client = openai.OpenAI(base_url=app.url + "/v1", api_key="unused", max_retries=0)
+    asked = client.chat.completions.create(model="tandem", messages=[{"role": "user", "content": AMBIGUOUS}])
+    question = asked.choices[0].message.content or ""
+    choices = [s["answer_id"] for s in asked.model_dump()["tandem"]["suggestions"]]
+    number = choices.index("cancel_order") + 1
+    assert asked.model_dump()["tandem"]["served"] == "clarify" and f"\n{number}. " in question, question
+    picked = client.chat.completions.create(model="tandem", messages=[
+        {"role": "user", "content": AMBIGUOUS}, {"role": "assistant", "content": question},
+        {"role": "user", "content": str(number)}])
+    tandem = picked.model_dump()["tandem"]
+    assert tandem["served"] == "draft" and [s["answer_id"] for s in tandem["sources"]] == ["cancel_order"], tandem
