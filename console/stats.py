@@ -141,6 +141,27 @@ def _offered(trace: list) -> list[str]:
                  if isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") == "offered"), [])
 
 
+def which_one_questions(frame: pd.DataFrame) -> dict[str, int]:
+    """The small tier's question "which one?" (served ``clarify``, chains/tiers/small.py): how often it was asked, how
+    many were followed by another message in the same session, and how many of those picked a choice (a click, or its
+    number typed back)."""
+    out = {"asked": 0, "followed": 0, "picked": 0}
+    if frame.empty or "served" not in frame:
+        return out
+    rows = frame.sort_values("created_at")
+    waiting: set[str] = set()
+    for session_id, trace, served in zip(rows["session_id"], rows["trace"], rows["served"]):
+        if session_id in waiting:
+            waiting.discard(session_id)
+            out["followed"] += 1
+            out["picked"] += any(isinstance(s, dict) and s.get("stage") == "suggest"
+                                 and s.get("decision") in ("clicked", "number typed") for s in trace)
+        if served == "clarify":
+            out["asked"] += 1
+            waiting.add(session_id)
+    return out
+
+
 def suggestion_clicks(frame: pd.DataFrame) -> dict[str, float]:
     """Suggested replies (predicted follow-ups, chains/followups.py): answers that offered some, how many of them the
     customer's next message clicked, and how often the next message, clicked or typed, was served one of the

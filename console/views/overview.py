@@ -130,6 +130,14 @@ suggested[3].metric("Next message among them", ui.format_pct(clicks["hits"] / cl
                                                               if clicks["followed"] else math.nan),
                     help="the next message, clicked or typed, was answered by one of the suggested answers")
 
+asked = stats.which_one_questions(frame)
+which = st.columns(4)
+which[0].metric("Asked \"which one?\"", f"{asked['asked']:,}",
+                help="help-center answers fit the message about equally well: the customer was asked to pick one")
+which[1].metric("Share of requests", ui.format_pct(asked["asked"] / len(frame) if len(frame) else math.nan))
+which[2].metric("A choice picked", ui.format_pct(asked["picked"] / asked["followed"] if asked["followed"] else math.nan),
+                help="of the next messages after the question, in the same session: a click or a choice's number")
+
 st.subheader("Handoffs to a person")
 people = handoff_numbers(ui.db(), data.since_for(ui.time_range())).summary()
 learned = proposal_counts(ui.db(), data.since_for(ui.time_range()))

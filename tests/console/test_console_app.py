@@ -106,6 +106,9 @@ def test_overview_counts_the_chains_own_rows(signed_in, traffic):
     degraded, fallback = sum(r.degraded for r in rows), sum(r.fallback for r in rows)
     assert degraded >= len([r for r in traffic.responses if r.degraded]) > 0
     assert metrics["Degraded / fallback"] == f"{degraded} / {fallback}"
+    # The small tier's question "which one?": the traffic's weak draft of two close answers asks it
+    asked = sum(r.served == "clarify" for r in rows)
+    assert asked >= 1 and metrics['Asked "which one?"'] == f"{asked:,}"
     # The chat app is not running in this test: the page says so instead of failing.
     assert any("not reachable" in w.value for w in at.warning)
 

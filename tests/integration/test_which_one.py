@@ -86,3 +86,16 @@ def test_a_margin_of_zero_switches_the_question_off(settings, demo_kb, tmp_path)
     off = settings.model_copy(update={"clarify_margin": 0.0})
     answered = ask(make_runtime(off, fresh_db(tmp_path), demo_kb).service, AMBIGUOUS)
     assert answered.served == "draft" and answered.sources and not answered.suggestions
+
+
+def test_the_console_counts_the_questions_and_the_choices_picked(service):
+    from console import stats
+    from ops.logframes import load_requests
+
+    before = stats.which_one_questions(load_requests(service.db))
+    asked = ask(service, AMBIGUOUS)
+    ask(service, "1", asked.session_id)
+    unanswered = ask(service, AMBIGUOUS)
+    ask(service, "something else entirely: do you sell gift cards?", unanswered.session_id)
+    after = stats.which_one_questions(load_requests(service.db))
+    assert {key: after[key] - before[key] for key in after} == {"asked": 2, "followed": 2, "picked": 1}
