@@ -260,6 +260,18 @@ def markdown(report: dict[str, Any]) -> str:
               + "; ".join(f"{s['label']} {_pct(s['llm_answers_taken_back'])}" for s in sets.values()) + ".", "",
               "Out-of-scope messages answered with a KB draft: "
               + "; ".join(f"{s['label']} {_pct(s['out_of_scope_served_a_draft'])}" for s in sets.values()) + "."]
+    if any("asked_which" in s for s in sets.values()):
+        lines += ["", "The small tier asked \"which one?\" (its best two answers too close to serve the top one): "
+                  + "; ".join(f"{s['label']} {_pct(s['asked_which'])}" for s in sets.values() if "asked_which" in s)
+                  + ". The right answer among its choices (in-scope messages): "
+                  + "; ".join(f"{s['label']} {_pct(s['right_among_choices'])}" for s in sets.values()
+                              if "right_among_choices" in s) + "."]
+    labelled = [(s["label"], s["not_answering"]) for s in sets.values() if "not_answering" in s]
+    if labelled:
+        lines += ["", "Served answers that do not answer the question, by a person's labels "
+                  "(knowledge/eval/answers_the_question.csv; target 0): "
+                  + "; ".join(f"{label} {_pct(n['served'])} (among served LLM text {_pct(n['llm_text'])}), "
+                              f"{n['unlabelled']} unlabelled" for label, n in labelled) + "."]
     return "\n".join(lines)
 
 
