@@ -37,6 +37,11 @@ BUSY_HOST_SLOW_SHARE = 0.03  # of the small tier's requests made slow outliers i
 # three. The README's detector notes a CI run's LLM calls drifting 1.32 -> 1.51 s within the hour (+14 %); the
 # ordinary minutes that failed read 1.4x (LLM) and 2.2x (small p95) the pool's usual.
 HISTORY_JITTER = 0.25
+# The small tier's question "which one?" off for the incident scenarios: this traffic's new phrasings of KB
+# questions reach the LLM as rewrites, the LLM traffic an outage or a slowdown needs. With it on (2026-12-08) the
+# incident minutes held no LLM call at all (its out-of-scope messages were answered from the cache's remembered
+# replacements), so an LLM outage had nothing to fall back from.
+INCIDENT_TRAFFIC = {"clarify_margin": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +69,7 @@ def warm(settings, ops_kb, upstream, tmp_path_factory):
 
     state = MemoryState()
     proxy = DelayProxy(*upstream)
-    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url}), fresh_db(
+    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url, **INCIDENT_TRAFFIC}), fresh_db(
         tmp_path_factory.mktemp("ops-pool"), "pool"), ops_kb, use_llm=True, state=state)
     clock = SimClock()
     runtime.service.clock = clock
@@ -137,7 +142,7 @@ def run_incident(settings, ops_kb, upstream, warm, tmp_path, start_incident, web
     assert wait_for(lambda: engine_idle(f"http://{upstream[0]}:{upstream[1]}/v1"), 120), \
         "vLLM still busy with an earlier test's requests"
     proxy = DelayProxy(*upstream)
-    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url}), db, ops_kb, use_llm=True,
+    runtime = make_runtime(settings.model_copy(update={"llm_url": proxy.url, **INCIDENT_TRAFFIC}), db, ops_kb, use_llm=True,
                            state=warm["state"])
     clock = SimClock()
     runtime.service.clock = clock
