@@ -8,19 +8,14 @@ raises for bad input or an internal fault: the guard (or a fallback) answers and
 database write never fails the customer either: the row waits in a backlog, is retried with the next write, and
 the backlog size is reported to operators (`status()`, `/healthz`).
 
-Rows are written by group commit: a request's row is committed before its answer returns, and requests that
-finish while another one is writing share the next transaction. Under concurrency most requests then wait for a
-commit someone else pays for, instead of each paying its own in turn.
+Rows are written by group commit (chains/request_log.py).
 """
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -46,6 +41,7 @@ from chains.conversation import (
 from chains.followups import Suggester
 from chains.forecast import predicted_reason
 from chains.policy import FixedPolicy, LivePolicy
+from chains.request_log import PendingRow, RequestLogWriter
 from chains.router_chain import PREPARED_ORIGIN, RouterChain
 from chains.rules import LOGGED_ANSWER
 from chains.schema import HANDOFF_ROUTE, HUMAN_ROUTE, ChatRequest, ChatResponse, Decided, RefusalCode, Revised
@@ -53,28 +49,14 @@ from chains.tiers.base import GUARD_ROUTE, LLM_ROUTE, SMALL_ROUTE, TIERS
 from chains.turn import Turn
 from core.pii import mask
 from core.policy import Thresholds
-from storage import prepared_store
 from storage.db import Database
 from storage.tables import ChatMessage, ChatSession, ConversationState, Feedback, Handoff, RequestLog, new_id, utcnow
 
-LOG_BATCH = 256  # rows per transaction at most: a long backlog drains in bounded steps
 # Earlier messages a turn reads from its session: 20 turns; the prompt keeps what fits its budget (chains/answers.py).
 HISTORY_MESSAGES = 40
 # Where a customer writes: only there may a turn queue the conversation for a person (not the operator's CLI, batch
 # runs, or the idle-time worker's own requests).
 CUSTOMER_CHANNELS = ("api", "ui", "openai")
-
-
-@dataclass(slots=True)
-class _PendingRow:
-    """A request row and its conversation messages, waiting for a commit."""
-
-    row: RequestLog
-    extra: list[Any]
-    new_session: bool
-    owner: str = ""
-    written: bool = False
-    prepared_hit: tuple[str, str] | None = None  # (namespace, entry key) of a prepared answer the cache served
 
 
 class TandemService:
@@ -91,11 +73,7 @@ class TandemService:
         self.db = db
         self.policy = policy
         self.scrub: Callable[[str], str] = mask if mask_pii else (lambda text: text)
-        self._backlog: deque[_PendingRow] = deque(maxlen=100_000)
-        self._queue_lock = threading.Lock()  # guards the backlog itself, held for microseconds
-        self._log_lock = threading.Lock()  # one writer at a time; it commits every row waiting
-        self.log_failures = 0
-        self.last_log_error = ""
+        self.log_writer = RequestLogWriter(db)  # group commit, with a backlog while the database fails
 
     # --- answering ----------------------------------------------------------------------------------
     def answer(self, request: ChatRequest) -> ChatResponse:
@@ -275,44 +253,7 @@ class TandemService:
             extra.append(Handoff(session_id=request.session_id, user_id=request.user_id, request_id=row.id,
                                  note=why[:2000]))
         prepared = turn.cache_entry if turn.cache_hit and turn.cache_origin == PREPARED_ORIGIN else None
-        pending = _PendingRow(row, extra, turn.new_session, request.owner, prepared_hit=prepared)
-        with self._queue_lock:
-            self._backlog.append(pending)
-        with self._log_lock:
-            if not pending.written:  # else the writer before us committed it with its own rows
-                self._flush()
-
-    def _flush(self) -> None:
-        """Commit the waiting rows, oldest first, a batch per transaction; stop at a failure (they stay)."""
-        while True:
-            with self._queue_lock:
-                batch = list(itertools.islice(self._backlog, LOG_BATCH))
-            if not batch or not self._write(batch):
-                return
-            with self._queue_lock:  # only this writer removes rows, so the committed ones lead the backlog
-                for pending in batch:
-                    pending.written = True
-                while self._backlog and self._backlog[0].written:
-                    self._backlog.popleft()
-
-    def _write(self, batch: list[_PendingRow]) -> bool:
-        try:
-            with self.db.session() as session:
-                _open_or_touch_sessions(session, batch)
-                # Fresh copies on every try: after a failed commit SQLAlchemy may keep the objects as
-                # "persistent" with a primary key, and re-adding them would then silently insert nothing.
-                for pending in batch:  # in arrival order: a conversation's messages keep their order
-                    session.add(_fresh(pending.row))
-                    session.add_all([_fresh(item) for item in pending.extra])
-                    if pending.prepared_hit is not None:  # a prepared answer served: its hit counts with the row
-                        session.execute(prepared_store.hit_statement(*pending.prepared_hit, pending.row.created_at))
-                session.commit()
-            return True
-        except Exception as exc:  # locked, read-only or full database: keep the rows, tell operators
-            self.log_failures += 1
-            self.last_log_error = f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}"
-            metrics.LOG_WRITE_FAILURES.inc()
-            return False
+        self.log_writer.add(PendingRow(row, extra, turn.new_session, request.owner, prepared_hit=prepared))
 
     def _sent(self, turn: Turn) -> str:
         """What the LLM got as this turn's message (the chain's own prompt), for the next turns' prompts to repeat;
@@ -481,7 +422,7 @@ class TandemService:
         return None
 
     def _background_failed(self, why: str) -> None:
-        self.last_log_error = why  # shown with the log's health (status(), /healthz): the handoff stands
+        self.log_writer.last_error = why  # shown with the log's health (status(), /healthz): the handoff stands
 
     def _handoff_view(self, turn: Turn) -> dict[str, Any] | None:
         if (self.conversations is None or turn.request.channel not in CUSTOMER_CHANNELS
@@ -516,8 +457,7 @@ class TandemService:
             return session.exec(query.order_by(RequestLog.created_at.desc()).limit(1)).first()  # type: ignore[attr-defined]
 
     def status(self) -> dict[str, Any]:
-        return {"log_backlog": len(self._backlog), "log_failures": self.log_failures,
-                "last_log_error": self.last_log_error}
+        return self.log_writer.status()
 
 
 def _remembered(row: ChatMessage) -> dict[str, str]:
@@ -543,27 +483,6 @@ def with_sent(history: list[dict[str, str]], stored: list[dict[str, str]]) -> li
             turn["sent"] = sent[turn["content"]]
         out.append(turn)
     return out
-
-
-def _open_or_touch_sessions(session: Any, batch: list[_PendingRow]) -> None:
-    """One ChatSession row per conversation in the batch: created for a new one, its ``updated_at`` moved on for
-    a known one. A session minted for its first request has no row yet, so it is not looked up."""
-    first: dict[str, _PendingRow] = {}
-    for pending in batch:
-        first.setdefault(pending.row.session_id, pending)
-    for session_id, opener in first.items():
-        known = None if opener.new_session else session.get(ChatSession, session_id)
-        if known is None:
-            session.add(ChatSession(id=session_id, user_id=opener.row.user_id, owner=opener.owner))
-        else:
-            known.updated_at = utcnow()
-            session.add(known)
-
-
-def _fresh(item: Any) -> Any:
-    """A new, unattached copy of a row; a message's autoincrement id is left for the database to assign."""
-    values = item.model_dump(exclude={"id"} if isinstance(item, (ChatMessage, Handoff)) else set())
-    return type(item).model_validate(values)
 
 
 def _scrub_trace(value: Any, scrub: Callable[[str], str]) -> Any:

@@ -191,7 +191,7 @@ def test_requests_finishing_together_share_one_commit_and_every_row_and_message_
     answers: list = []
     threads = [threading.Thread(target=lambda t=text, i=i: answers.append(
         ask(service, t, session="opened" if i == 0 else ""))) for i, text in enumerate(texts)]
-    with service._log_lock:  # a writer is busy: every request finishes its chain and waits for the commit
+    with service.log_writer.lock:  # a writer is busy: every request finishes its chain and waits for the commit
         for thread in threads:
             thread.start()
         for _ in range(600):

@@ -100,8 +100,8 @@ def test_database_read_only(settings, tmpfs_db, small_kb):
         tmpfs_db.engine.dispose()
 
     _fault_then_recover(service, read_only, writable, "")
-    assert any(word in service.last_log_error.lower() for word in ("readonly", "read-only", "unable to open")), \
-        service.last_log_error
+    assert any(word in service.status()["last_log_error"].lower() for word in ("readonly", "read-only", "unable to open")), \
+        service.status()["last_log_error"]
 
 
 def test_disk_full(settings, tmpfs_db, small_kb):
