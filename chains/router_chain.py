@@ -32,7 +32,7 @@ from chains.rules import RuleBook
 from chains.schema import CATALOG_ROUTE, LLM_ROUTE, PREPARE_CHANNEL, SMALL_ROUTE, ChatRequest, Decided, Revised
 from chains.tiers import TIERS, Tier, TierParts, cacheable
 from chains.tiers.llm import LLMTier
-from chains.tiers.small import SmallTier, clarify_margin
+from chains.tiers.small import SmallTier
 from chains.turn import Turn, timed
 from core.policy import Thresholds
 from core.text import language_of
@@ -96,6 +96,9 @@ class RouterChain:
                           clarify_margins=clarify_margins or {})
         self.tiers: dict[str, Tier] = {name: tier(parts) for name, tier in TIERS.items()}
         self.tier_of_plan = {plan: name for name, tier in self.tiers.items() for plan in tier.plans}
+        small = self.tiers[SMALL_ROUTE]
+        assert isinstance(small, SmallTier)
+        self.small_tier = small  # its question "which one?" reaches the guard, the threshold and the cache
         self.tier_runnables: dict[str, Runnable] = {
             name: RunnableGenerator(self._runner(tier), name=f"{name}_tier") for name, tier in self.tiers.items()}
         unsettled: Runnable = (rules_step | score | threshold | load_gate
@@ -154,10 +157,9 @@ class RouterChain:
     def _typed_choice(self, turn: Turn) -> None:
         """A choice's number typed back after the small tier asked "which one?" is that choice's click: answered
         from it, never from the catalog or the cache (chains/tiers/small.py)."""
-        small = self.tiers.get(SMALL_ROUTE)
-        if turn.request.suggestion or not turn.history or not isinstance(small, SmallTier):
+        if turn.request.suggestion or not turn.history:
             return
-        picked = small.number_picked(turn)
+        picked = self.small_tier.number_picked(turn)
         if picked:
             turn.request = turn.request.model_copy(update={"suggestion": picked})
             turn.note("suggest", "number typed", choice=picked)
@@ -306,7 +308,7 @@ class RouterChain:
             decision = f"{turn.plan} (rule)"
         elif p_llm >= tau:
             turn.plan, decision = "llm", f"llm: p_llm {p_llm:.3f} >= tau {tau}"
-        elif quality < rewrite_below and self._asks_which(turn):
+        elif quality < rewrite_below and self.small_tier.choices(turn):
             turn.plan = SMALL_ROUTE  # a rewrite would reword a draft that may answer the other question
             decision = (f"small: p_llm {p_llm:.3f} < tau {tau}, draft quality {quality:.3f} < {rewrite_below}, but "
                         f"the best two answers are {turn.scores['kb_margin']:.3f} apart: ask which one is meant")
@@ -422,16 +424,11 @@ class RouterChain:
                 and not turn.findings and turn.query == turn.text and bool(turn.answer) and not turn.request.names_answer
                 and not (turn.route == "llm" and self._leans_on_the_conversation(turn)))
 
-    def _asks_which(self, turn: Turn) -> bool:
-        small = self.tiers.get(SMALL_ROUTE)
-        return isinstance(small, SmallTier) and bool(small.choices(turn))
-
     def _close_call(self, turn: Turn) -> bool:
         """A small-tier turn whose best two answers were close enough to ask which one is meant: what it served (the
         question, or the best draft when the question was just asked) depends on the conversation, so it is not
         repeated to the next customer."""
-        margin = clarify_margin(self.tiers[SMALL_ROUTE].parts, turn.language)
-        return turn.route == SMALL_ROUTE and margin > 0 and turn.scores.get("kb_margin", 1.0) < margin
+        return turn.route == SMALL_ROUTE and self.small_tier.close_call(turn)
 
     def _forget_replacement(self, turn: Turn) -> None:
         assert self.cache is not None

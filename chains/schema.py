@@ -222,6 +222,8 @@ CUSTOMER_REASONS = {
 }
 
 
+# The small tier's question "which one?" (chains/tiers/small.py): what such an answer is.
+CLARIFY_SERVED = "clarify"
 # An LLM-route answer that is not the assistant's own text says what it is instead (and the small tier's question).
 SERVED_REASONS = {
     "rewrite": "our help center's answer, reworded by our assistant and checked against it",
@@ -229,14 +231,14 @@ SERVED_REASONS = {
     "draft_with_caveat": "our assistant's answer did not pass our checks: the closest help-center answer instead",
     "human_offer": "our assistant could not answer this reliably: a colleague can take over",
     "candidates": "our assistant's advice did not pass our checks: the matching products from our catalog",
-    "clarify": "several help-center answers fit your message about equally well: pick the one you mean",
+    CLARIFY_SERVED: "several help-center answers fit your message about equally well: pick the one you mean",
 }
 
 
 def customer_reason(response: ChatResponse) -> str:
     """One line, the same for every customer who gets this route; never a score or another customer's words."""
     reason = CUSTOMER_REASONS.get(response.route, "")
-    if (response.route == "llm" or response.served == "clarify") and response.served in SERVED_REASONS:
+    if (response.route == "llm" or response.served == CLARIFY_SERVED) and response.served in SERVED_REASONS:
         reason = SERVED_REASONS[response.served]
     elif response.route == "llm" and response.sources:
         reason = "written by our assistant from our help center"

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from chains.followups import state_of
+from chains.schema import CLARIFY_SERVED
 from chains.tiers import TIERS
 from chains.tiers.base import LLM_ROUTE, SMALL_ROUTE
 from ops.logframes import STAGES
@@ -141,6 +142,11 @@ def _offered(trace: list) -> list[str]:
                  if isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") == "offered"), [])
 
 
+def _suggest_step(trace: Any, *decisions: str) -> bool:
+    """The request's trace has a ``suggest`` step with one of ``decisions`` (a suggestion clicked, a number typed)."""
+    return any(isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") in decisions for s in trace)
+
+
 def which_one_questions(frame: pd.DataFrame) -> dict[str, int]:
     """The small tier's question "which one?" (served ``clarify``, chains/tiers/small.py): how often it was asked, how
     many were followed by another message in the same session, and how many of those picked a choice (a click, or its
@@ -154,9 +160,8 @@ def which_one_questions(frame: pd.DataFrame) -> dict[str, int]:
         if session_id in waiting:
             waiting.discard(session_id)
             out["followed"] += 1
-            out["picked"] += any(isinstance(s, dict) and s.get("stage") == "suggest"
-                                 and s.get("decision") in ("clicked", "number typed") for s in trace)
-        if served == "clarify":
+            out["picked"] += _suggest_step(trace, "clicked", "number typed")
+        if served == CLARIFY_SERVED:
             out["asked"] += 1
             waiting.add(session_id)
     return out
@@ -176,8 +181,7 @@ def suggestion_clicks(frame: pd.DataFrame) -> dict[str, float]:
         offered = last_offer.pop(session_id, None)
         if offered is not None:
             out["followed"] += 1
-            clicked = any(isinstance(s, dict) and s.get("stage") == "suggest" and s.get("decision") == "clicked"
-                          for s in trace)
+            clicked = _suggest_step(trace, "clicked")
             out["clicked"] += clicked
             out["hits"] += clicked or state_of(route, served, sources) in offered
         if now := _offered(trace):

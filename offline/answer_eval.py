@@ -34,7 +34,7 @@ from chains.answers import fill_template
 from chains.check import sources_of, written_stand_ins
 from chains.llm.base import LLM, LLMResult
 from chains.router_chain import RouterChain
-from chains.schema import ChatRequest, Revised
+from chains.schema import CLARIFY_SERVED, ChatRequest, Revised
 from chains.turn import Turn
 from core.policy import Thresholds
 from core.settings import Settings, get_settings
@@ -170,7 +170,7 @@ def answer(chain: RouterChain, set_name: str, message: Message, thresholds: Thre
                    in_scope=message.in_scope, plan=final.plan, route=final.route,
                    served=final.served or final.route, answer=final.answer, draft=draft,
                    top_answer_id=top, finish_reason=final.finish_reason,
-                   choices=[c["answer_id"] for c in final.suggestions] if final.served == "clarify" else [],
+                   choices=[c["answer_id"] for c in final.suggestions] if final.served == CLARIFY_SERVED else [],
                    sources=sources_of(final.hits, draft, final.text, final.history),
                    context=[h.answer for h in final.hits] + ([draft] if final.plan == "rewrite" else [])
                    + written_stand_ins((f.get("kind", ""), f.get("action", "")) for f in final.findings),

@@ -19,6 +19,7 @@ from statistics import mean, median
 from typing import Any
 
 from chains.answers import DEFAULT_BRAND
+from chains.schema import CLARIFY_SERVED
 from chains.verify import defects, fact_report, without_citations
 
 LLM_TEXT = ("rewrite", "llm")  # served kinds whose text an LLM wrote
@@ -161,7 +162,7 @@ def set_report(records: list[dict[str, Any]]) -> dict[str, Any]:
             "llm_first_text_p50_ms": _p50(r["first_text_ms"] for r in records if r["plan"] == "llm"),
             # the small tier asked which help-center answer is meant (chains/tiers/small.py), and how often the right
             # one was among the choices it offered (in-scope messages)
-            "asked_which": share(len(asked := [r for r in records if r["served"] == "clarify"]), len(records)),
+            "asked_which": share(len(asked := [r for r in records if r["served"] == CLARIFY_SERVED]), len(records)),
             "right_among_choices": share(sum(r["expected"] in r.get("choices", ()) for r in asked if r["in_scope"]),
                                          sum(1 for r in asked if r["in_scope"])),
             "by_served": by("served"), "by_plan": by("plan")}
@@ -280,7 +281,7 @@ def not_answering(records: Iterable[dict[str, Any]], labels: dict[tuple[str, str
     keyed by query id and answer text): those labelled "no" among all served answers and among served LLM text (what
     the answer check governs), and how many served answers carry no label (their text changed since labelling). The
     offer of a person and the question "which one?" are no answers: they are counted apart (set_report)."""
-    served = [r for r in records if r["served"] not in ("human_offer", "handoff", "clarify") and r["answer"].strip()]
+    served = [r for r in records if r["served"] not in ("human_offer", "handoff", CLARIFY_SERVED) and r["answer"].strip()]
     label = [labels.get((r["query_id"], r["answer"])) for r in served]
     llm = [lab for r, lab in zip(served, label, strict=True) if r["served"] in LLM_TEXT]
     return {"served": share(label.count("no"), len(served) - label.count(None)),

@@ -21,11 +21,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from chains import answers
-from chains.schema import Revised
+from chains.schema import CLARIFY_SERVED, Revised
 from chains.tiers.base import SMALL_ROUTE, Tier, TierParts, register
 from chains.turn import Turn
 
-CLARIFY_SERVED = "clarify"
 # A third answer joins the two closest when it scores within this of the best (fitted on the demo shop's development
 # messages: 0.05 put the right answer among the choices as often as 0.15 did, with 2.4 choices instead of 3).
 CHOICE_BAND = 0.05
@@ -83,12 +82,15 @@ class SmallTier(Tier):
         yield turn
 
     # --- which one? ---------------------------------------------------------------------------------------
+    def close_call(self, turn: Turn) -> bool:
+        """The turn's best two help-center answers are closer than its language's margin (never, at margin 0)."""
+        margin, asked_below = turn.scores.get("kb_margin"), clarify_margin(self.parts, turn.language)
+        return asked_below > 0 and margin is not None and margin < asked_below
+
     def choices(self, turn: Turn) -> list[Any]:
         """The help-center answers to offer instead of the top one, best first; [] to serve the draft."""
-        margin, asked_below = turn.scores.get("kb_margin"), clarify_margin(self.parts, turn.language)
-        if (asked_below <= 0 or margin is None or margin >= asked_below
-                or turn.request.mode != "routed" or turn.request.suggestion or turn.degraded or turn.no_fit
-                or self._asked_last(turn)):
+        if (not self.close_call(turn) or turn.request.mode != "routed" or turn.request.suggestion or turn.degraded
+                or turn.no_fit or self._last_question(turn)):
             return []
         distinct: dict[str, Any] = {}
         for hit in turn.hits:
@@ -113,9 +115,6 @@ class SmallTier(Tier):
                                        f"(the best two {turn.scores.get('kb_margin', 0):.3f} apart)")
         yield text
         yield turn
-
-    def _asked_last(self, turn: Turn) -> bool:
-        return bool(self._last_question(turn))
 
     def _last_question(self, turn: Turn) -> str:
         """The bot's last message when it was the question "which one?", else ""."""

@@ -131,7 +131,7 @@ suggested[3].metric("Next message among them", ui.format_pct(clicks["hits"] / cl
                     help="the next message, clicked or typed, was answered by one of the suggested answers")
 
 asked = stats.which_one_questions(frame)
-which = st.columns(4)
+which = st.columns(3)
 which[0].metric("Asked \"which one?\"", f"{asked['asked']:,}",
                 help="help-center answers fit the message about equally well: the customer was asked to pick one")
 which[1].metric("Share of requests", ui.format_pct(asked["asked"] / len(frame) if len(frame) else math.nan))
